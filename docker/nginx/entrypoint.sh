@@ -1,0 +1,33 @@
+#!/bin/sh
+# Renders the nginx.conf template (placeholders __NAME__) and runs nginx in the
+# foreground from its own prefix folder, logging to the container's stdout/stderr.
+set -eu
+
+: "${API_UPSTREAM:=api:3000}"
+: "${ORTHANC_UPSTREAM:=orthanc:8042}"
+: "${LISTEN_PORT:=80}"
+: "${ORTHANC_USERNAME:=pacs}"
+: "${ORTHANC_PASSWORD:?ORTHANC_PASSWORD must be set}"
+: "${NGINX_TEMPLATE:=/etc/pacs-nginx/nginx.conf.template}"
+: "${NGINX_PREFIX:=/var/cache/nginx/pacs}"
+
+ORTHANC_AUTH=$(printf '%s:%s' "$ORTHANC_USERNAME" "$ORTHANC_PASSWORD" | base64 | tr -d '\n')
+
+mkdir -p "$NGINX_PREFIX/logs"
+ln -sf /dev/stdout "$NGINX_PREFIX/logs/access.log"
+ln -sf /dev/stderr "$NGINX_PREFIX/logs/error.log"
+
+# "|" never occurs in host:port values nor in base64.
+sed -e "s|__API_UPSTREAM__|$API_UPSTREAM|g" \
+    -e "s|__ORTHANC_UPSTREAM__|$ORTHANC_UPSTREAM|g" \
+    -e "s|__LISTEN_PORT__|$LISTEN_PORT|g" \
+    -e "s|__ORTHANC_AUTH__|$ORTHANC_AUTH|g" \
+    "$NGINX_TEMPLATE" > "$NGINX_PREFIX/nginx.conf"
+
+if grep -q '__[A-Z_]*__' "$NGINX_PREFIX/nginx.conf"; then
+  echo "entrypoint: placeholder left in nginx.conf" >&2
+  exit 1
+fi
+
+nginx -t -q -p "$NGINX_PREFIX/" -c "$NGINX_PREFIX/nginx.conf"
+exec nginx -p "$NGINX_PREFIX/" -c "$NGINX_PREFIX/nginx.conf" -g 'daemon off;'
