@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// `npm start`: the whole service (API and one worker) in one terminal, for a first try.
+// In production run `npm run start:prod` and `npm run start:worker:prod` as separate processes.
+const { spawn, spawnSync } = require('child_process');
+const { existsSync } = require('fs');
+const { join } = require('path');
+
+const root = join(__dirname, '..');
+if (!existsSync(join(root, 'dist/src/main.js'))) {
+  const build = spawnSync('npx', ['nest', 'build'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
+
+const children = ['dist/src/main.js', 'dist/src/worker.js'].map((entry) =>
+  spawn(process.execPath, [join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
+);
+let stopping = false;
+const stop = (signal) => {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children) if (child.exitCode === null) child.kill(signal);
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+for (const child of children) {
+  child.on('exit', (code) => {
+    stop('SIGTERM');
+    process.exitCode = code ?? 1;
+  });
+}

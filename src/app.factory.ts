@@ -1,0 +1,116 @@
+import fastifyCookie from '@fastify/cookie';
+import { ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { randomUUID } from 'crypto';
+import type { FastifyInstance } from 'fastify';
+import { parse as parseQueryString } from 'querystring';
+import { ApiModule } from './app.module';
+import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { validationExceptionFactory } from './common/errors/validation-errors';
+import { AppConfig, loadConfig } from './config/environment';
+import { nestLogLevels } from './config/log-levels';
+
+export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Routes that must see a body even when it is not valid JSON (the image server's webhook: Orthanc's
+ * Lua HttpPost may send JSON text as a form). They get `{ [RAW_BODY]: text }` instead of a 400.
+ */
+export const LENIENT_BODY_ROUTES = new Set(['/api/imgsrv/webhook']);
+export const RAW_BODY = '__raw_body__';
+
+const REDACTED_HEADERS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-viewer-token"]',
+  'req.headers["x-webhook-secret"]',
+];
+
+function registerBodyParsers(fastify: FastifyInstance): void {
+  const strictJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const lenient = LENIENT_BODY_ROUTES.has(request.url.split('?')[0]);
+    if (lenient && (body as string).trim() === '') return done(null, {});
+    strictJson(request, body as string, (error, value) => {
+      if (error && lenient) return done(null, { [RAW_BODY]: body });
+      done(error, value);
+    });
+  });
+  fastify.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => done(null, { ...parseQueryString(body as string) }),
+  );
+}
+
+export function setupSwagger(app: NestFastifyApplication): void {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Clinical Imaging Archive API')
+      .setDescription(
+        'Multi-tenant archive and query API for DICOM studies. Authenticate with POST /api/login, ' +
+          'then send `Authorization: Bearer <access_token>` (or the pacs_access_token cookie).',
+      )
+      .setVersion('1')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+      .addCookieAuth('pacs_access_token')
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
+}
+
+export function createAdapter(config: AppConfig): FastifyAdapter {
+  return new FastifyAdapter({
+    trustProxy: config.trustProxy,
+    bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: 500 },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    logger:
+      config.LOG_LEVEL === 'silent'
+        ? false
+        : { level: config.LOG_LEVEL, redact: { paths: REDACTED_HEADERS, censor: '[redacted]' } },
+  });
+}
+
+export const NEST_APP_OPTIONS = {
+  bufferLogs: false,
+  // Our own parsers (registerBodyParsers) replace Nest's, for the webhook's lenient body.
+  bodyParser: false,
+} as const;
+
+/** Everything the API needs beyond its modules; used by main.ts and by the test-app builder. */
+export async function configureApp(app: NestFastifyApplication): Promise<NestFastifyApplication> {
+  const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
+  registerBodyParsers(fastify);
+  await app.register(fastifyCookie as never);
+  fastify.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setGlobalPrefix('api');
+  app.useGlobalPipes(
+    new ValidationPipe({
+      transform: true,
+      whitelist: true,
+      exceptionFactory: validationExceptionFactory,
+      validationError: { target: false, value: true },
+    }),
+  );
+  app.useGlobalFilters(new AllExceptionsFilter());
+  app.enableShutdownHooks();
+  setupSwagger(app);
+  return app;
+}
+
+/** Builds the API application exactly as production runs it. */
+export async function createApiApp(config: AppConfig = loadConfig()): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(ApiModule, createAdapter(config), {
+    ...NEST_APP_OPTIONS,
+    logger: nestLogLevels(config),
+  });
+  return configureApp(app);
+}

@@ -1,0 +1,57 @@
+import { Module } from '@nestjs/common';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { AdminModule } from './admin/admin.module';
+import { AuthModule } from './auth/auth.module';
+import { QueuesModule } from './common/queues/queues.module';
+import { RedisModule } from './common/redis/redis.module';
+import { APP_CONFIG, ConfigModule } from './config/config.module';
+import { AppConfig } from './config/environment';
+import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
+import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
+import { IngestionModule } from './ingestion/ingestion.module';
+import { PatientsModule } from './patients/patients.module';
+import { StudiesModule } from './studies/studies.module';
+import { TenantModule } from './tenant/tenant.module';
+import { ViewerModule } from './viewer/viewer.module';
+
+/** What both processes share: configuration, PostgreSQL, Redis and the Bull queues. */
+@Module({
+  imports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule],
+  exports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule],
+})
+export class CoreModule {}
+
+/** The HTTP API process: controllers; it only adds jobs to the queues. */
+@Module({
+  imports: [
+    CoreModule,
+    ThrottlerModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => ({
+        throttlers: [{ name: 'default', ttl: 60_000, limit: 10 }],
+        // Given a URL, the storage owns its connection and closes it on shutdown.
+        storage: new ThrottlerStorageRedisService(config.REDIS_URL, {
+          keyPrefix: `${config.QUEUE_PREFIX}:throttle:`,
+          maxRetriesPerRequest: 2,
+        }),
+      }),
+    }),
+    AuthModule,
+    HealthModule,
+    AdminModule,
+    TenantModule,
+    StudiesModule,
+    PatientsModule,
+    ViewerModule,
+    IngestionModule,
+  ],
+})
+export class ApiModule {}
+
+/** The queue worker process: no HTTP, only processors. */
+@Module({
+  imports: [CoreModule, IngestionWorkerModule],
+})
+export class WorkerModule {}

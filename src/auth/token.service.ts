@@ -1,0 +1,100 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JwtService } from '@nestjs/jwt';
+import { randomUUID } from 'crypto';
+import Redis from 'ioredis';
+import { REDIS } from '../common/redis/redis.module';
+import { APP_CONFIG } from '../config/config.module';
+import { AppConfig } from '../config/environment';
+import type { AccessTokenClaims } from '../common/auth/auth-user';
+
+export interface TokenSubject {
+  id: string;
+  tenant_id: string | null;
+  unit_id: string | null;
+  is_super_admin: boolean;
+  is_tenant_admin: boolean;
+}
+
+export interface IssuedToken {
+  access_token: string;
+  token_type: 'bearer';
+  expires_in: number;
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/** Issues access tokens and keeps the blacklist in Redis, shared by every API process. */
+@Injectable()
+export class TokenService {
+  constructor(
+    private readonly jwt: JwtService,
+    @Inject(REDIS) private readonly redis: Redis,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  get ttlSeconds(): number {
+    return this.config.JWT_TTL;
+  }
+
+  issue(subject: TokenSubject, origIat = nowSeconds()): IssuedToken {
+    const claims: Omit<AccessTokenClaims, 'iat' | 'exp'> = {
+      sub: subject.id,
+      jti: randomUUID(),
+      typ: 'access',
+      tenant_id: subject.tenant_id,
+      unit_id: subject.unit_id,
+      is_super_admin: subject.is_super_admin,
+      is_tenant_admin: subject.is_tenant_admin,
+      orig_iat: origIat,
+    };
+    const access_token = this.jwt.sign(claims, { expiresIn: this.config.JWT_TTL });
+    return { access_token, token_type: 'bearer', expires_in: this.config.JWT_TTL };
+  }
+
+  /** Verifies signature and algorithm; with ignoreExpiration for refresh. Null when invalid. */
+  verify(token: string, options: { ignoreExpiration?: boolean } = {}): AccessTokenClaims | null {
+    try {
+      const claims = this.jwt.verify<AccessTokenClaims>(token, {
+        algorithms: ['HS256'],
+        ignoreExpiration: options.ignoreExpiration ?? false,
+      });
+      return isAccessClaims(claims) ? claims : null;
+    } catch {
+      return null;
+    }
+  }
+
+  refreshWindowEnd(claims: AccessTokenClaims): number {
+    return claims.orig_iat + this.config.JWT_REFRESH_TTL * 60;
+  }
+
+  isInRefreshWindow(claims: AccessTokenClaims): boolean {
+    return this.refreshWindowEnd(claims) > nowSeconds();
+  }
+
+  async isBlacklisted(jti: string): Promise<boolean> {
+    return (await this.redis.exists(`blacklist:${jti}`)) === 1;
+  }
+
+  /**
+   * Blacklists the token for as long as it could still be used or refreshed. Returns false when it
+   * was already blacklisted, which makes two concurrent refreshes of one token yield one winner.
+   */
+  async blacklist(claims: AccessTokenClaims): Promise<boolean> {
+    const ttl = Math.max(1, Math.max(claims.exp, this.refreshWindowEnd(claims)) - nowSeconds());
+    const set = await this.redis.set(`blacklist:${claims.jti}`, '1', 'EX', ttl, 'NX');
+    return set === 'OK';
+  }
+}
+
+function isAccessClaims(value: unknown): value is AccessTokenClaims {
+  const c = value as AccessTokenClaims;
+  return (
+    !!c &&
+    c.typ === 'access' &&
+    typeof c.sub === 'string' &&
+    typeof c.jti === 'string' &&
+    typeof c.orig_iat === 'number' &&
+    typeof c.exp === 'number'
+  );
+}

@@ -1,0 +1,35 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { AuthGuard } from '@nestjs/passport';
+import { Errors } from '../errors/api-errors';
+import type { AuthUser } from './auth-user';
+
+/** Bearer header first, else the pacs_access_token cookie; 401 `{message: Unauthenticated.}`. */
+@Injectable()
+export class JwtAuthGuard extends AuthGuard('jwt') {
+  handleRequest<TUser = AuthUser>(error: unknown, user: TUser | false): TUser {
+    if (error || !user) throw Errors.unauthenticated();
+    return user;
+  }
+}
+
+function callerOf(context: ExecutionContext): AuthUser | undefined {
+  return context.switchToHttp().getRequest<{ user?: AuthUser }>().user;
+}
+
+@Injectable()
+export class SuperAdminGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (!callerOf(context)?.is_super_admin) throw Errors.forbidden();
+    return true;
+  }
+}
+
+/** Tenant admins, and super admins (who pass every tenant-admin check). */
+@Injectable()
+export class TenantAdminGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const user = callerOf(context);
+    if (!user?.is_super_admin && !user?.is_tenant_admin) throw Errors.forbidden();
+    return true;
+  }
+}

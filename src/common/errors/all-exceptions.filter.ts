@@ -1,0 +1,78 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ThrottlerException } from '@nestjs/throttler';
+import { ApiError } from './api-errors';
+
+/** Bodies for errors that Nest or Fastify raise without our shape. */
+export function defaultBodyFor(status: number, message?: string): Record<string, unknown> {
+  switch (status) {
+    case 400:
+      return { message: message && !/^Bad Request/.test(message) ? message : 'Bad request.' };
+    case 401:
+      return { message: 'Unauthenticated.' };
+    case 403:
+      return { error: 'Forbidden' };
+    case 404:
+      return { message: 'Not found.' };
+    case 405:
+      return { message: 'Method not allowed.' };
+    case 413:
+      return { message: 'Payload too large.' };
+    case 415:
+      return { message: 'Unsupported media type.' };
+    case 429:
+      return { message: 'Too Many Attempts.' };
+    case 503:
+      return { message: 'Service unavailable.' };
+    default:
+      return status >= 500 ? { message: 'Server error.' } : { message: message ?? 'Request error.' };
+  }
+}
+
+/**
+ * One place shapes every error body of the contract. Anything unexpected becomes a logged,
+ * generic 500 without stack or SQL in the body (tests treat any 500 as a bug).
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const reply = ctx.getResponse<FastifyReply>();
+    const request = ctx.getRequest<FastifyRequest>();
+    const { status, body } = this.describe(exception, request);
+    if (reply.sent) return;
+    reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+
+  private describe(exception: unknown, request: FastifyRequest) {
+    if (exception instanceof ApiError) {
+      return { status: exception.getStatus(), body: exception.getResponse() as object };
+    }
+    if (exception instanceof ThrottlerException) {
+      return { status: 429, body: defaultBodyFor(429) };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const response = exception.getResponse();
+      const message =
+        typeof response === 'string'
+          ? response
+          : typeof (response as { message?: unknown }).message === 'string'
+            ? ((response as { message: string }).message as string)
+            : undefined;
+      return { status, body: defaultBodyFor(status, status === 400 ? message : undefined) };
+    }
+    const fastifyStatus = (exception as { statusCode?: unknown })?.statusCode;
+    if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
+      // Fastify's own errors: body parsing, content type, body size.
+      const message = fastifyStatus === 400 ? 'Malformed request body.' : undefined;
+      return { status: fastifyStatus, body: defaultBodyFor(fastifyStatus, message) };
+    }
+    this.logger.error(
+      `Unhandled error on ${request?.method} ${request?.url}: ${(exception as Error)?.stack ?? exception}`,
+    );
+    return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: defaultBodyFor(500) };
+  }
+}

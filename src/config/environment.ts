@@ -1,0 +1,162 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+const toBoolean = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  return value;
+};
+
+/** Every environment variable the service reads, with its default and its rule. */
+export class EnvironmentVariables {
+  @IsIn(['development', 'production', 'test'])
+  NODE_ENV: 'development' | 'production' | 'test' = 'development';
+
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
+  DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/pacs';
+
+  @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must be a redis:// URL' })
+  REDIS_URL = 'redis://127.0.0.1:6379';
+
+  @IsUrl({ require_tld: false, protocols: ['http', 'https'], require_protocol: true })
+  IMGSRV_URL = 'http://127.0.0.1:8042';
+
+  @IsString()
+  IMGSRV_USERNAME = '';
+
+  @IsString()
+  IMGSRV_PASSWORD = '';
+
+  @IsOptional()
+  @IsString()
+  @MinLength(16, { message: 'WEBHOOK_SECRET must be at least 16 characters' })
+  WEBHOOK_SECRET?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(32, { message: 'JWT_SECRET must be at least 32 characters' })
+  JWT_SECRET?: string;
+
+  @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'QUEUE_PREFIX must be 1-64 characters of A-Z a-z 0-9 : _ -' })
+  QUEUE_PREFIX = 'pacs';
+
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(1)
+  JWT_TTL = 3600;
+
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(1)
+  JWT_REFRESH_TTL = 20160;
+
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(1)
+  VIEWER_TOKEN_TTL = 600;
+
+  /** off (default), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
+  @Matches(/^(off|false|true|\d+|[0-9a-fA-F:.,/\s]+)$/, {
+    message: 'TRUST_PROXY must be off, true, a hop count or a list of proxy addresses',
+  })
+  TRUST_PROXY = 'off';
+
+  @Transform(toBoolean)
+  @IsBoolean()
+  MIGRATIONS_RUN = true;
+
+  @Transform(toBoolean)
+  @IsBoolean()
+  COOKIE_SECURE = false;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  /** How often the worker reconciles Orthanc's change feed, in seconds (0 disables it). */
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(0)
+  RECONCILE_INTERVAL = 60;
+
+  /** Concurrent ingestion jobs per worker process. */
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  WORKER_CONCURRENCY = 2;
+}
+
+export type AppConfig = Readonly<
+  Omit<EnvironmentVariables, 'WEBHOOK_SECRET' | 'JWT_SECRET'> & {
+    WEBHOOK_SECRET: string;
+    JWT_SECRET: string;
+    trustProxy: boolean | number | string[];
+  }
+>;
+
+export class ConfigError extends Error {}
+
+const DEV_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';
+const DEV_WEBHOOK_SECRET = 'development-only-webhook-secret';
+
+function parseTrustProxy(value: string): boolean | number | string[] {
+  const v = value.trim().toLowerCase();
+  if (v === 'off' || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/**
+ * Reads and validates the environment once. Throws a ConfigError whose message names every bad
+ * variable, one per line, so the process can stop with a clear message.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(new EnvironmentVariables())) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  for (const key of ['WEBHOOK_SECRET', 'JWT_SECRET']) {
+    if (env[key]) raw[key] = env[key] as string;
+  }
+  const parsed = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
+  const problems = validateSync(parsed, { skipMissingProperties: false }).flatMap((error) =>
+    Object.values(error.constraints ?? {}).map(
+      (message) => `${error.property}=${JSON.stringify(raw[error.property] ?? '')}: ${message}`,
+    ),
+  );
+  if (parsed.NODE_ENV === 'production') {
+    if (!parsed.JWT_SECRET) problems.push('JWT_SECRET is required when NODE_ENV=production');
+    if (!parsed.WEBHOOK_SECRET) problems.push('WEBHOOK_SECRET is required when NODE_ENV=production');
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  return Object.freeze({
+    ...parsed,
+    JWT_SECRET: parsed.JWT_SECRET ?? DEV_JWT_SECRET,
+    WEBHOOK_SECRET: parsed.WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
+    trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+  });
+}

@@ -1,0 +1,66 @@
+import { join } from 'path';
+import { Client } from 'pg';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { ENTITIES } from './entities';
+
+export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: databaseUrl,
+    entities: ENTITIES,
+    migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
+    migrationsTableName: 'migrations',
+    migrationsTransactionMode: 'each',
+    synchronize: false,
+    logging: ['error'],
+    extra: { max: 20, connectionTimeoutMillis: 5000 },
+  };
+}
+
+/** Creates the database named in the URL when it does not exist yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!name) return;
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((error) => {
+        // Another process created it between our check and our CREATE.
+        if (error?.code !== '42P04') throw error;
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+// Any constant works; it only has to be the same for every process of this service.
+const MIGRATION_LOCK_KEY = 7_300_421;
+
+/** Applies pending migrations; an advisory lock keeps several starting processes from racing. */
+export async function runMigrations(dataSource: DataSource): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((m) => m.name);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+export async function openDataSource(
+  databaseUrl: string,
+  options: { migrate: boolean },
+): Promise<DataSource> {
+  await ensureDatabase(databaseUrl);
+  const dataSource = await new DataSource(dataSourceOptions(databaseUrl)).initialize();
+  if (options.migrate) await runMigrations(dataSource);
+  return dataSource;
+}

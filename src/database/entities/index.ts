@@ -1,0 +1,26 @@
+import { Instance } from './instance.entity';
+import { Modality } from './modality.entity';
+import { Patient } from './patient.entity';
+import { ReportTemplate } from './report-template.entity';
+import { Series } from './series.entity';
+import { Study } from './study.entity';
+import { Tenant } from './tenant.entity';
+import { Thumbnail } from './thumbnail.entity';
+import { Unit } from './unit.entity';
+import { User } from './user.entity';
+
+export { Instance, Modality, Patient, ReportTemplate, Series, Study, Tenant, Thumbnail, Unit, User };
+export type { ReportStatus } from './study.entity';
+
+export const ENTITIES = [
+  Tenant,
+  Unit,
+  User,
+  Modality,
+  Patient,
+  Study,
+  Series,
+  Instance,
+  Thumbnail,
+  ReportTemplate,
+];

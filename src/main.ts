@@ -1,0 +1,13 @@
+import { createApiApp } from './app.factory';
+import { ConfigError, loadConfig } from './config/environment';
+
+async function bootstrap(): Promise<void> {
+  const config = loadConfig();
+  const app = await createApiApp(config);
+  await app.listen(config.PORT, '0.0.0.0');
+}
+
+bootstrap().catch((error) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,299 @@
+import { createTestApp, TestApp } from '../support/app';
+import { createTenant, createUnit, createUser, login, TEST_PASSWORD } from '../support/factories';
+
+describe('Session: login, logout, refresh, me', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  async function member() {
+    const tenant = await createTenant(t.db);
+    const unit = await createUnit(t.db, tenant.id);
+    const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, signature: 'data:image/png;base64,AAAA' });
+    return { tenant, unit, user };
+  }
+
+  describe('POST /api/login', () => {
+    it('returns the token, its type and lifetime, and only the listed user fields', async () => {
+      const { user } = await member();
+      const res = await t.http.post('/api/login', { body: { email: user.email.toUpperCase(), password: TEST_PASSWORD } });
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body).sort()).toEqual(['access_token', 'expires_in', 'token_type', 'user']);
+      expect(res.body.token_type).toBe('bearer');
+      expect(res.body.expires_in).toBe(3600);
+      expect(res.body.user).toEqual({
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        tenant_id: user.tenant_id,
+        unit_id: user.unit_id,
+        is_super_admin: false,
+        is_tenant_admin: false,
+      });
+    });
+
+    it('sets the httpOnly pacs_access_token cookie with the lifetime of the token', async () => {
+      const { user } = await member();
+      const res = await t.http.post('/api/login', { body: { email: user.email, password: TEST_PASSWORD } });
+      const cookie = res.cookies.find((c) => c.name === 'pacs_access_token');
+      expect(cookie).toMatchObject({ value: res.body.access_token, httpOnly: true, path: '/', maxAge: 3600, sameSite: 'Lax' });
+    });
+
+    it('puts the contract claims in the JWT', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+      expect(claims).toMatchObject({
+        sub: user.id,
+        tenant_id: user.tenant_id,
+        unit_id: user.unit_id,
+        is_super_admin: false,
+        is_tenant_admin: false,
+      });
+      expect(claims.exp - claims.iat).toBe(3600);
+      expect(typeof claims.jti).toBe('string');
+    });
+
+    it('answers 401 with the contract body for a wrong password and for an unknown email', async () => {
+      const { user } = await member();
+      for (const body of [
+        { email: user.email, password: 'wrong-password' },
+        { email: 'nobody@example.test', password: TEST_PASSWORD },
+      ]) {
+        const res = await t.http.post('/api/login', { body });
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ error: 'Credenciais inválidas.' });
+      }
+    });
+
+    it('answers 403 when the user is inactive', async () => {
+      const { tenant, unit } = await member();
+      const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, is_active: false });
+      const res = await t.http.post('/api/login', { body: { email: user.email, password: TEST_PASSWORD } });
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'Conta desativada.' });
+      expect(res.cookies.find((c) => c.name === 'pacs_access_token')).toBeUndefined();
+    });
+
+    it('answers 403 when the tenant is inactive', async () => {
+      const tenant = await createTenant(t.db, { is_active: false });
+      const unit = await createUnit(t.db, tenant.id);
+      const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id });
+      const res = await t.http.post('/api/login', { body: { email: user.email, password: TEST_PASSWORD } });
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'Conta desativada.' });
+    });
+
+    it('answers 422 with errors keyed by field for missing or mistyped fields', async () => {
+      const res = await t.http.post('/api/login', { body: { email: 42 } });
+      expect(res.status).toBe(422);
+      expect(typeof res.body.message).toBe('string');
+      expect(Object.keys(res.body.errors).sort()).toEqual(['email', 'password']);
+      expect(res.body.errors.password).toEqual(['The password field is required.']);
+    });
+
+    it('answers 400 with a message for malformed JSON', async () => {
+      const res = await t.http.post('/api/login', { raw: '{"email":', headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(typeof res.body.message).toBe('string');
+    });
+
+    it('answers 413 past the 10 MiB body limit', async () => {
+      const res = await t.http.post('/api/login', {
+        raw: JSON.stringify({ email: 'a', password: 'x'.repeat(10 * 1024 * 1024) }),
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(res.status).toBe(413);
+      expect(typeof res.body.message).toBe('string');
+    });
+
+    it('answers 429 with Retry-After on the 11th attempt in a minute from one IP', async () => {
+      const ip = '192.0.2.77';
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        statuses.push((await t.http.post('/api/login', { ip, body: { email: 'x@example.test', password: 'wrong-one' } })).status);
+      }
+      expect(statuses).toEqual(Array(10).fill(401));
+      const res = await t.http.post('/api/login', { ip, body: { email: 'x@example.test', password: 'wrong-one' } });
+      expect(res.status).toBe(429);
+      expect(res.body).toEqual({ message: 'Too Many Attempts.' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      // Another client is not affected.
+      expect((await t.http.post('/api/login', { ip: '192.0.2.78', body: { email: 'x@example.test', password: 'wrong-one' } })).status).toBe(401);
+    });
+  });
+
+  describe('GET /api/me', () => {
+    it('returns the user with tenant and unit', async () => {
+      const { tenant, unit, user } = await member();
+      const res = await t.http.get('/api/me', { token: await login(t.http, user.email) });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        tenant_id: tenant.id,
+        unit_id: unit.id,
+        is_super_admin: false,
+        is_tenant_admin: false,
+        tenant: { id: tenant.id, name: tenant.name },
+        unit: { id: unit.id, name: unit.name },
+      });
+      expect(JSON.stringify(res.body)).not.toMatch(/password|signature|remember_token/);
+    });
+
+    it('returns null tenant and unit for a super admin without a tenant', async () => {
+      const admin = await createUser(t.db, { is_super_admin: true });
+      const res = await t.http.get('/api/me', { token: await login(t.http, admin.email) });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ is_super_admin: true, tenant_id: null, unit_id: null, tenant: null, unit: null });
+    });
+
+    it('accepts the cookie alone', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      const res = await t.http.get('/api/me', { cookies: { pacs_access_token: token } });
+      expect(res.status).toBe(200);
+      expect(res.body.id).toBe(user.id);
+    });
+
+    it('prefers the bearer header over the cookie', async () => {
+      const a = await member();
+      const b = await member();
+      const res = await t.http.get('/api/me', {
+        token: await login(t.http, a.user.email),
+        cookies: { pacs_access_token: await login(t.http, b.user.email) },
+      });
+      expect(res.body.id).toBe(a.user.id);
+    });
+
+    it.each([
+      ['no token', {}],
+      ['a malformed token', { token: 'not-a-jwt' }],
+      ['a token signed with another secret', { token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4IiwidHlwIjoiYWNjZXNzIn0.c2lnbmF0dXJl' }],
+      ['an alg:none token', { token: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4IiwidHlwIjoiYWNjZXNzIiwianRpIjoiMSJ9.' }],
+    ])('answers 401 Unauthenticated. with %s', async (_, options) => {
+      const res = await t.http.get('/api/me', options);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+
+    it('refuses a token at once when the user or the tenant is deactivated', async () => {
+      const { tenant, user } = await member();
+      const token = await login(t.http, user.email);
+      expect((await t.http.get('/api/me', { token })).status).toBe(200);
+      await t.db.query('UPDATE tenants SET is_active = false WHERE id = $1', [tenant.id]);
+      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
+      expect((await t.http.get('/api/me', { token })).body).toEqual({ message: 'Unauthenticated.' });
+      await t.db.query('UPDATE tenants SET is_active = true WHERE id = $1', [tenant.id]);
+      await t.db.query('UPDATE users SET is_active = false WHERE id = $1', [user.id]);
+      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
+      expect((await t.http.get('/api/me', { token })).status).toBe(401);
+    });
+  });
+
+  describe('POST /api/logout', () => {
+    it('blacklists the token, removes the cookie, and leaves other sessions working', async () => {
+      const { user } = await member();
+      const first = await login(t.http, user.email);
+      const second = await login(t.http, user.email);
+      const res = await t.http.post('/api/logout', { token: first });
+      expect(res.status).toBe(200);
+      expect(typeof res.body.message).toBe('string');
+      const cleared = res.cookies.find((c) => c.name === 'pacs_access_token');
+      expect(cleared?.value).toBe('');
+      expect((await t.http.get('/api/me', { token: first })).status).toBe(401);
+      expect((await t.http.post('/api/logout', { token: first })).body).toEqual({ message: 'Unauthenticated.' });
+      expect((await t.http.get('/api/me', { token: second })).status).toBe(200);
+    });
+
+    it('answers 401 without a token', async () => {
+      const res = await t.http.post('/api/logout');
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+  });
+
+  describe('POST /api/refresh', () => {
+    it('issues a new token, blacklists the old one and updates the cookie', async () => {
+      const { user } = await member();
+      const old = await login(t.http, user.email);
+      const res = await t.http.post('/api/refresh', { token: old });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ token_type: 'bearer', expires_in: 3600, user: { id: user.id } });
+      expect(res.body.access_token).not.toBe(old);
+      expect(res.cookies.find((c) => c.name === 'pacs_access_token')?.value).toBe(res.body.access_token);
+      expect((await t.http.get('/api/me', { token: res.body.access_token })).status).toBe(200);
+      expect((await t.http.get('/api/me', { token: old })).status).toBe(401);
+      const again = await t.http.post('/api/refresh', { token: old });
+      expect(again.status).toBe(401);
+      expect(again.body).toEqual({ message: 'The token has been blacklisted' });
+    });
+
+    it('refuses a token blacklisted by logout', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      await t.http.post('/api/logout', { token });
+      const res = await t.http.post('/api/refresh', { token });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'The token has been blacklisted' });
+    });
+
+
+
+    it('accepts the cookie alone', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      const res = await t.http.post('/api/refresh', { cookies: { pacs_access_token: token } });
+      expect(res.status).toBe(200);
+    });
+
+    it('lets exactly one of two concurrent refreshes of one token win', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      const results = await Promise.all([t.http.post('/api/refresh', { token }), t.http.post('/api/refresh', { token })]);
+      expect(results.map((r) => r.status).sort()).toEqual([200, 401]);
+    });
+
+    it('refuses the token of a deactivated tenant', async () => {
+      const { tenant, user } = await member();
+      const token = await login(t.http, user.email);
+      await t.db.query('UPDATE tenants SET is_active = false WHERE id = $1', [tenant.id]);
+      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
+      const res = await t.http.post('/api/refresh', { token });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('answers 401 Unauthenticated. without a token', async () => {
+      const res = await t.http.post('/api/refresh');
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('limits refresh to 30 per minute per user', async () => {
+      const { user } = await member();
+      let token = await login(t.http, user.email);
+      for (let i = 0; i < 30; i++) {
+        const res = await t.http.post('/api/refresh', { token });
+        expect(res.status).toBe(200);
+        token = res.body.access_token;
+      }
+      const res = await t.http.post('/api/refresh', { token });
+      expect(res.status).toBe(429);
+      expect(res.body).toEqual({ message: 'Too Many Attempts.' });
+    });
+  });
+
+  describe('errors', () => {
+    it('answers 404 with a message for an unknown route', async () => {
+      const res = await t.http.get('/api/does-not-exist');
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Not found.' });
+    });
+  });
+});
