@@ -9,6 +9,7 @@ import { APP_CONFIG, ConfigModule } from './config/config.module';
 import { AppConfig } from './config/environment';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { ImgsrvModule } from './imgsrv/imgsrv.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { PatientsModule } from './patients/patients.module';
@@ -16,10 +17,10 @@ import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
 
-/** What both processes share: configuration, PostgreSQL, Redis and the Bull queues. */
+/** What both processes share: configuration, PostgreSQL, Redis, the Bull queues, the image server. */
 @Module({
-  imports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule],
-  exports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule],
+  imports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule, ImgsrvModule],
+  exports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule, ImgsrvModule],
 })
 export class CoreModule {}
 
