@@ -33,7 +33,8 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const lenient = LENIENT_BODY_ROUTES.has(request.url.split('?')[0]);
-    if (lenient && (body as string).trim() === '') return done(null, {});
+    // Clients often send the JSON content type on body-less POSTs (logout, refresh).
+    if ((body as string).trim() === '') return done(null, lenient ? {} : undefined);
     strictJson(request, body as string, (error, value) => {
       if (error && lenient) return done(null, { [RAW_BODY]: body });
       done(error, value);

@@ -56,12 +56,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
-      const message =
-        typeof response === 'string'
-          ? response
-          : typeof (response as { message?: unknown }).message === 'string'
-            ? ((response as { message: string }).message as string)
-            : undefined;
+      // A deliberate body (e.g. the health report); Nest's generic ones carry `statusCode`.
+      if (typeof response === 'object' && response !== null && !('statusCode' in response)) {
+        return { status, body: response };
+      }
+      const raw = typeof response === 'string' ? response : (response as { message?: unknown }).message;
+      const message = typeof raw === 'string' ? raw : undefined;
       return { status, body: defaultBodyFor(status, status === 400 ? message : undefined) };
     }
     const fastifyStatus = (exception as { statusCode?: unknown })?.statusCode;
@@ -70,9 +70,27 @@ export class AllExceptionsFilter implements ExceptionFilter {
       const message = fastifyStatus === 400 ? 'Malformed request body.' : undefined;
       return { status: fastifyStatus, body: defaultBodyFor(fastifyStatus, message) };
     }
+    if (isDependencyDown(exception)) {
+      this.logger.warn(`Dependency unavailable on ${request?.method} ${request?.url}: ${(exception as Error)?.message}`);
+      return { status: HttpStatus.SERVICE_UNAVAILABLE, body: defaultBodyFor(503) };
+    }
     this.logger.error(
       `Unhandled error on ${request?.method} ${request?.url}: ${(exception as Error)?.stack ?? exception}`,
     );
     return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: defaultBodyFor(500) };
   }
+}
+
+const UNAVAILABLE_MESSAGE =
+  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection is closed|Connection terminated|terminating connection|timeout exceeded when trying to connect|Driver not Connected|Cannot use a pool after calling end|MaxRetriesPerRequest|Stream isn't writeable|the database system is (starting up|shutting down)/i;
+
+/** PostgreSQL or Redis unreachable: a 503 the client may retry, not a 500. */
+export function isDependencyDown(error: unknown): boolean {
+  for (let e = error as { message?: string; code?: string; name?: string; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+    const code = String(e.code ?? '');
+    if (/^(08|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
+    if (e.name === 'MaxRetriesPerRequestError' || UNAVAILABLE_MESSAGE.test(String(e.message ?? ''))) return true;
+    e = (e.driverError ?? e.cause) as typeof e;
+  }
+  return false;
 }

@@ -1,0 +1,14 @@
+import { likePattern, paginated } from './pagination';
+
+describe('likePattern', () => {
+  it('takes %, _ and \\ literally', () => {
+    expect(likePattern('50%_a\\b')).toBe('%50\\%\\_a\\\\b%');
+  });
+});
+
+describe('paginated', () => {
+  it('computes last_page, at least 1', () => {
+    expect(paginated([], 0, 1, 15)).toEqual({ data: [], current_page: 1, per_page: 15, total: 0, last_page: 1 });
+    expect(paginated([], 31, 3, 15).last_page).toBe(3);
+  });
+});

@@ -1,0 +1,72 @@
+import { execFile } from 'child_process';
+import { promisify } from 'util';
+import { createTestApp, TestApp } from '../support/app';
+import { login } from '../support/factories';
+
+const run = promisify(execFile);
+
+describe('Operations: health, API docs, CLI', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('GET /api/health answers 200 when PostgreSQL and Redis answer, without a token', async () => {
+    const res = await t.http.get('/api/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', details: { database: { status: 'up' }, redis: { status: 'up' } } });
+  });
+
+  it('serves the OpenAPI document with the bearer scheme and the session endpoints', async () => {
+    const res = await t.http.get('/api/docs-json');
+    expect(res.status).toBe(200);
+    expect(res.body.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    for (const path of ['/api/login', '/api/logout', '/api/refresh', '/api/me', '/api/health']) {
+      expect(res.body.paths[path]).toBeDefined();
+    }
+    expect(res.body.paths['/api/me'].get.security).toEqual(expect.arrayContaining([{ bearer: [] }]));
+  });
+
+  it('serves Swagger UI at /api/docs', async () => {
+    const res = await t.http.get('/api/docs');
+    expect(res.status).toBe(200);
+    expect(String(res.headers['content-type'])).toContain('text/html');
+  });
+
+  it('answers every request with a request id, and echoes one it was given', async () => {
+    const generated = await t.http.get('/api/health');
+    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const echoed = await t.http.get('/api/health', { headers: { 'x-request-id': 'trace-123' } });
+    expect(echoed.headers['x-request-id']).toBe('trace-123');
+  });
+
+  describe('npm run cli -- create-super-admin', () => {
+    const cli = (...args: string[]) =>
+      run('npx', ['ts-node', '--transpile-only', 'src/cli.ts', 'create-super-admin', ...args], {
+        cwd: `${__dirname}/../..`,
+        env: process.env,
+      });
+
+    it('creates a super admin who can sign in, prints the id, and refuses the same email twice', async () => {
+      const email = `root-${Date.now()}@example.test`;
+      const { stdout } = await cli('--email', email.toUpperCase(), '--password', 'a-long-password', '--name', 'Root');
+      const id = stdout.trim();
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+      const [row] = await t.db.query('SELECT email, is_super_admin, tenant_id FROM users WHERE id = $1', [id]);
+      expect(row).toEqual({ email, is_super_admin: true, tenant_id: null });
+      expect(await login(t.http, email, 'a-long-password')).toEqual(expect.any(String));
+
+      const again = await cli('--email', email, '--password', 'a-long-password', '--name', 'Root').catch((e) => e);
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toContain(`A user with email ${email} already exists.`);
+    }, 60_000);
+
+    it('refuses a short password with a clear message', async () => {
+      const result = await cli('--email', 'short@example.test', '--password', 'short', '--name', 'Root').catch((e) => e);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain('at least 8 characters');
+    }, 60_000);
+  });
+});
