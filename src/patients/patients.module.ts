@@ -1,4 +1,12 @@
 import { Module } from '@nestjs/common';
+import { StudiesModule } from '../studies/studies.module';
+import { PatientsController } from './patients.controller';
+import { PatientsRepository } from './patients.repository';
+import { PatientsService } from './patients.service';
 
-@Module({})
+@Module({
+  imports: [StudiesModule],
+  controllers: [PatientsController],
+  providers: [PatientsRepository, PatientsService],
+})
 export class PatientsModule {}

@@ -1,0 +1,53 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import {
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import { DataScope } from '../common/auth/data-scope';
+import { Auth, CallerScope } from '../common/auth/decorators';
+import { UuidParam } from '../common/http/uuid-param';
+import { PageQueryDto, Paginated, SearchPageQueryDto } from '../common/pagination';
+import { StudyDto, StudyPageDto } from '../studies/dto/study.responses';
+import { PatientDto, PatientPageDto } from './dto/patient.responses';
+import { PatientsService } from './patients.service';
+
+@ApiTags('patients')
+@Controller('patients')
+export class PatientsController {
+  constructor(private readonly patients: PatientsService) {}
+
+  @Get()
+  @Auth()
+  @ApiOperation({ summary: 'Patients visible to the caller, 20 per page, by name' })
+  @ApiOkResponse({ type: PatientPageDto })
+  @ApiUnprocessableEntityResponse({ description: 'Invalid page, or search over 255 characters' })
+  list(@CallerScope() scope: DataScope, @Query() query: SearchPageQueryDto): Promise<Paginated<PatientDto>> {
+    return this.patients.list(scope, query.search, query.page);
+  }
+
+  @Get(':id')
+  @Auth()
+  @ApiOperation({ summary: 'A patient' })
+  @ApiOkResponse({ type: PatientDto })
+  @ApiNotFoundResponse({ description: 'Missing, another tenant\'s, or (regular user) without a study in the unit: `{message: "Patient not found."}`' })
+  detail(@CallerScope() scope: DataScope, @UuidParam('id', 'Patient') id: string): Promise<PatientDto> {
+    return this.patients.detail(scope, id);
+  }
+
+  @Get(':id/studies')
+  @Auth()
+  @ApiOperation({ summary: 'The patient\'s studies visible to the caller, 15 per page' })
+  @ApiOkResponse({ type: StudyPageDto })
+  @ApiNotFoundResponse({ description: '`{message: "Patient not found."}`' })
+  @ApiUnprocessableEntityResponse({ description: 'Invalid page' })
+  studies(
+    @CallerScope() scope: DataScope,
+    @UuidParam('id', 'Patient') id: string,
+    @Query() query: PageQueryDto,
+  ): Promise<Paginated<StudyDto>> {
+    return this.patients.studies(scope, id, query.page);
+  }
+}

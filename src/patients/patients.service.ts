@@ -1,0 +1,36 @@
+import { Injectable } from '@nestjs/common';
+import { DataScope } from '../common/auth/data-scope';
+import { Errors } from '../common/errors/api-errors';
+import { pageOffset, paginated, Paginated } from '../common/pagination';
+import { StudyDto } from '../studies/dto/study.responses';
+import { StudiesService } from '../studies/studies.service';
+import { PatientDto, toPatientDto } from './dto/patient.responses';
+import { PatientsRepository } from './patients.repository';
+
+export const PATIENTS_PER_PAGE = 20;
+
+@Injectable()
+export class PatientsService {
+  constructor(
+    private readonly patients: PatientsRepository,
+    private readonly studyReads: StudiesService,
+  ) {}
+
+  async list(scope: DataScope, search: string | undefined, pageNumber?: number): Promise<Paginated<PatientDto>> {
+    const { page, offset } = pageOffset(pageNumber, PATIENTS_PER_PAGE);
+    const { rows, total } = await this.patients.listPatients(scope, search, offset, PATIENTS_PER_PAGE);
+    return paginated(rows.map(toPatientDto), total, page, PATIENTS_PER_PAGE);
+  }
+
+  async detail(scope: DataScope, id: string): Promise<PatientDto> {
+    const patient = await this.patients.findPatient(scope, id);
+    if (!patient) throw Errors.notFound('Patient');
+    return toPatientDto(patient);
+  }
+
+  /** The patient's studies the caller may see (a unit-scoped caller: only those of the unit). */
+  async studies(scope: DataScope, id: string, pageNumber?: number): Promise<Paginated<StudyDto>> {
+    if (!(await this.patients.findPatient(scope, id))) throw Errors.notFound('Patient');
+    return this.studyReads.list(scope, { patientUuid: id }, pageNumber);
+  }
+}

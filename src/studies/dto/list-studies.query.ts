@@ -1,0 +1,16 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsUUID } from 'class-validator';
+import { SearchPageQueryDto } from '../../common/pagination';
+
+/** GET /api/studies: `search` (patient name, patient id, accession number), filters, `page`. */
+export class ListStudiesQueryDto extends SearchPageQueryDto {
+  @ApiPropertyOptional({ format: 'uuid', description: 'Only the studies of this patient' })
+  @IsOptional()
+  @IsUUID('all', { message: 'The patient_uuid field must be a valid UUID.' })
+  patient_uuid?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'Leave this study out (e.g. "other studies of the patient")' })
+  @IsOptional()
+  @IsUUID('all', { message: 'The exclude_id field must be a valid UUID.' })
+  exclude_id?: string;
+}

@@ -1,0 +1,724 @@
+import * as http from 'http';
+import { AddressInfo } from 'net';
+import { createTestApp, TestApp } from '../support/app';
+import {
+  createImagedStudy,
+  createInstance,
+  createPatient,
+  createSeries,
+  createStudy,
+  createThumbnail,
+  fakeJpeg,
+  StudyRow,
+} from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
+
+jest.setTimeout(30_000);
+
+type Caller = 'user1' | 'user2' | 'tenantAdmin' | 'otherAdmin' | 'superAdmin';
+const CALLERS: Caller[] = ['user1', 'user2', 'tenantAdmin', 'otherAdmin', 'superAdmin'];
+
+/**
+ * Stands in for Orthanc's `/instances/{id}/rendered`: a JPEG by default, or the failure registered
+ * for that image-server instance id. Records what it was asked.
+ */
+interface FakeImgsrv {
+  url: string;
+  requests: Array<{ url: string; authorization?: string; accept?: string }>;
+  behaviour: Map<string, 'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'empty'>;
+  close(): Promise<void>;
+}
+
+async function startFakeImgsrv(): Promise<FakeImgsrv> {
+  const requests: FakeImgsrv['requests'] = [];
+  const behaviour: FakeImgsrv['behaviour'] = new Map();
+  const server = http.createServer((req, res) => {
+    requests.push({ url: req.url ?? '', authorization: req.headers.authorization, accept: req.headers.accept });
+    const match = /^\/instances\/([^/?]+)\/rendered/.exec(req.url ?? '');
+    if (!match) {
+      res.writeHead(404).end();
+      return;
+    }
+    const id = decodeURIComponent(match[1]);
+    switch (behaviour.get(id)) {
+      case 'error500':
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"Message":"boom"}');
+        return;
+      case 'unsupported415':
+        res.writeHead(415).end();
+        return;
+      case 'hangup':
+        req.socket.destroy();
+        return;
+      case 'breakAfterHeaders':
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': '1000' });
+        res.flushHeaders();
+        setTimeout(() => req.socket.destroy(), 20);
+        return;
+      case 'empty':
+        res.writeHead(200, { 'content-type': 'image/jpeg' }).end();
+        return;
+      default:
+        res.writeHead(200, { 'content-type': 'image/jpeg' });
+        // Two writes: the API must pass a multi-chunk body through whole.
+        res.write(Buffer.from([0xff, 0xd8, 0xff]));
+        setTimeout(() => res.end(Buffer.from(`rendered:${id}`)), 10);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    behaviour,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const renderedBytes = (imgsrvInstanceId: string) =>
+  Buffer.concat([Buffer.from([0xff, 0xd8, 0xff]), Buffer.from(`rendered:${imgsrvInstanceId}`)]);
+
+describe('Studies, series, instances and images', () => {
+  let t: TestApp;
+  let imgsrv: FakeImgsrv;
+  let clinic: Awaited<ReturnType<typeof createClinic>>;
+  let other: Awaited<ReturnType<typeof createClinic>>;
+  let tokens: Record<Caller, string>;
+
+  beforeAll(async () => {
+    imgsrv = await startFakeImgsrv();
+    t = await createTestApp({ IMGSRV_URL: imgsrv.url, IMGSRV_USERNAME: 'svc', IMGSRV_PASSWORD: 'svc-secret' });
+    clinic = await createClinic(t.db, t.http);
+    other = await createClinic(t.db, t.http);
+    const superAdmin = await createSuperAdminUser(t.db, t.http);
+    tokens = {
+      user1: clinic.token1,
+      user2: clinic.token2,
+      tenantAdmin: clinic.adminToken,
+      otherAdmin: other.adminToken,
+      superAdmin: superAdmin.token,
+    };
+  });
+  afterAll(async () => {
+    await t?.close();
+    await imgsrv?.close();
+  });
+
+  /** Status of each caller, with the body of the refusals (which must not differ from "missing"). */
+  async function statuses(url: string, expectedOk = 200) {
+    const seen: Record<string, string | number> = {};
+    for (const caller of CALLERS) {
+      const res = await t.http.get(url, { token: tokens[caller] });
+      seen[caller] = res.status === expectedOk ? res.status : `${res.status} ${JSON.stringify(res.body)}`;
+    }
+    return seen;
+  }
+
+  describe('isolation: a study of unit 1 of the tenant', () => {
+    let record: Awaited<ReturnType<typeof createImagedStudy>>;
+    const visibleTo = (ok: number | string, refused: string) => ({
+      user1: ok,
+      user2: refused,
+      tenantAdmin: ok,
+      otherAdmin: refused,
+      superAdmin: ok,
+    });
+
+    beforeAll(async () => {
+      record = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      await createThumbnail(t.db, record.study.id, null, fakeJpeg('study'));
+      await createThumbnail(t.db, record.study.id, record.series.id, fakeJpeg('series'));
+    });
+
+    it('GET /api/studies/{id}', async () => {
+      expect(await statuses(`/api/studies/${record.study.id}`)).toEqual(
+        visibleTo(200, '404 {"message":"Study not found."}'),
+      );
+    });
+
+    it('GET /api/studies/{id}/series', async () => {
+      expect(await statuses(`/api/studies/${record.study.id}/series`)).toEqual(
+        visibleTo(200, '404 {"message":"Study not found."}'),
+      );
+    });
+
+    it('GET /api/series/{id}/instances', async () => {
+      expect(await statuses(`/api/series/${record.series.id}/instances`)).toEqual(
+        visibleTo(200, '404 {"message":"Series not found."}'),
+      );
+    });
+
+    it('GET /api/studies/{id}/thumbnail', async () => {
+      expect(await statuses(`/api/studies/${record.study.id}/thumbnail`)).toEqual(
+        visibleTo(200, '404 {"message":"Study not found."}'),
+      );
+    });
+
+    it('GET /api/studies/{id}/series/{series}/thumbnail', async () => {
+      expect(await statuses(`/api/studies/${record.study.id}/series/${record.series.id}/thumbnail`)).toEqual(
+        visibleTo(200, '404 {"message":"Study not found."}'),
+      );
+    });
+
+    it('GET /api/studies/{id}/instances/{instance}/rendered', async () => {
+      expect(await statuses(`/api/studies/${record.study.id}/instances/${record.instance.id}/rendered`)).toEqual(
+        visibleTo(200, '404 {"message":"Image not available"}'),
+      );
+    });
+
+    it('never asks the image server for an image the caller may not see', async () => {
+      imgsrv.requests.length = 0;
+      for (const caller of ['user2', 'otherAdmin'] as const) {
+        await t.http.get(`/api/studies/${record.study.id}/instances/${record.instance.id}/rendered`, {
+          token: tokens[caller],
+        });
+      }
+      expect(imgsrv.requests).toEqual([]);
+    });
+
+    it('GET /api/studies lists it (and counts it) only for those who may see it', async () => {
+      const seen: Record<string, unknown> = {};
+      for (const caller of CALLERS) {
+        const res = await t.http.get('/api/studies', { token: tokens[caller], query: { search: record.study.accession_number! } });
+        expect(res.status).toBe(200);
+        seen[caller] = { ids: res.body.data.map((s: StudyRow) => s.id), total: res.body.total };
+      }
+      const shown = { ids: [record.study.id], total: 1 };
+      const hidden = { ids: [], total: 0 };
+      expect(seen).toEqual({ user1: shown, user2: hidden, tenantAdmin: shown, otherAdmin: hidden, superAdmin: shown });
+    });
+  });
+
+  describe('GET /api/studies: visibility of the whole list', () => {
+    it('shows each caller exactly the studies of their unit, tenant or all tenants', async () => {
+      const tag = `VIS${Date.now()}`;
+      const a1 = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, accession_number: `${tag}-a1` });
+      const a2 = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit2.id, accession_number: `${tag}-a2` });
+      const b1 = await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id, accession_number: `${tag}-b1` });
+      const seen: Record<string, unknown> = {};
+      for (const caller of CALLERS) {
+        const res = await t.http.get('/api/studies', { token: tokens[caller], query: { search: tag } });
+        seen[caller] = { ids: res.body.data.map((s: StudyRow) => s.id).sort(), total: res.body.total };
+      }
+      const of = (...rows: StudyRow[]) => ({ ids: rows.map((r) => r.id).sort(), total: rows.length });
+      expect(seen).toEqual({
+        user1: of(a1),
+        user2: of(a2),
+        tenantAdmin: of(a1, a2),
+        otherAdmin: of(b1),
+        superAdmin: of(a1, a2, b1),
+      });
+    });
+
+    it('shows nothing to a regular user without a unit', async () => {
+      await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const loose = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: null });
+      const token = await login(t.http, loose.email);
+      const list = await t.http.get('/api/studies', { token });
+      expect(list.status).toBe(200);
+      expect(list.body).toEqual({ data: [], current_page: 1, per_page: 15, total: 0, last_page: 1 });
+      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      expect((await t.http.get(`/api/studies/${study.id}`, { token })).status).toBe(404);
+    });
+  });
+
+  describe('GET /api/studies: order, pages, search and filters', () => {
+    it('orders by study_date desc, created_at desc, id desc, 15 per page, pages never overlap', async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const seeds: Array<{ study_date: string; created_at: string }> = [];
+      for (let i = 0; i < 17; i++) {
+        seeds.push({
+          // Five dates, and within a date three creation times, the last one shared by two studies.
+          study_date: `2024-0${1 + (i % 5)}-10`,
+          created_at: `2024-06-01T10:00:0${Math.min(i % 3, 2)}Z`,
+        });
+      }
+      const rows: StudyRow[] = [];
+      for (const seed of seeds) {
+        rows.push(await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id, ...seed }));
+      }
+      const expected = [...rows]
+        .sort(
+          (a, b) =>
+            b.study_date.localeCompare(a.study_date) ||
+            b.created_at.getTime() - a.created_at.getTime() ||
+            b.id.localeCompare(a.id),
+        )
+        .map((r) => r.id);
+
+      const page1 = await t.http.get('/api/studies', { token: fresh.adminToken });
+      expect(page1.status).toBe(200);
+      expect(Object.keys(page1.body).sort()).toEqual(['current_page', 'data', 'last_page', 'per_page', 'total']);
+      expect(page1.body).toMatchObject({ current_page: 1, per_page: 15, total: 17, last_page: 2 });
+      const page2 = await t.http.get('/api/studies', { token: fresh.adminToken, query: { page: '2', per_page: '100' } });
+      expect(page2.body).toMatchObject({ current_page: 2, per_page: 15, total: 17, last_page: 2 });
+      expect([...page1.body.data, ...page2.body.data].map((s: StudyRow) => s.id)).toEqual(expected);
+
+      const past = await t.http.get('/api/studies', { token: fresh.adminToken, query: { page: '9' } });
+      expect(past.status).toBe(200);
+      expect(past.body).toEqual({ data: [], current_page: 9, per_page: 15, total: 17, last_page: 2 });
+    });
+
+    it('returns items in the Study shape, without patient, unit or tenant objects', async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const patient = await createPatient(t.db, fresh.tenant.id, { patient_birth_date: '1975-03-04', patient_sex: 'M' });
+      const study = await createStudy(t.db, {
+        tenant_id: fresh.tenant.id,
+        unit_id: fresh.unit1.id,
+        patient,
+        modalities: null,
+        accession_number: null,
+        study_description: null,
+      });
+      const res = await t.http.get('/api/studies', { token: fresh.token1 });
+      expect(res.body.data).toHaveLength(1);
+      const item = res.body.data[0];
+      expect(item).toEqual({
+        id: study.id,
+        tenant_id: fresh.tenant.id,
+        unit_id: fresh.unit1.id,
+        patient_uuid: patient.id,
+        imgsrv_study_id: study.imgsrv_study_id,
+        study_instance_uid: study.study_instance_uid,
+        patient_id: patient.patient_id,
+        patient_name: patient.patient_name,
+        patient_birth_date: '1975-03-04',
+        patient_sex: 'M',
+        accession_number: null,
+        study_date: '2024-01-15',
+        study_description: null,
+        modalities: null,
+        report_status: 'pending',
+        reported_at: null,
+        reported_by_user_id: null,
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      });
+      expect(item.created_at).toBe(study.created_at.toISOString());
+    });
+
+    describe('search', () => {
+      let fresh: Awaited<ReturnType<typeof createClinic>>;
+      const names: Record<string, StudyRow> = {};
+
+      beforeAll(async () => {
+        fresh = await createClinic(t.db, t.http);
+        const make = async (key: string, values: { patient_name?: string; patient_id?: string; accession_number?: string }) => {
+          names[key] = await createStudy(t.db, {
+            tenant_id: fresh.tenant.id,
+            unit_id: fresh.unit1.id,
+            patient_name: values.patient_name ?? `PLAIN^${key}`,
+            patient_id: values.patient_id ?? `PID-${key}`,
+            accession_number: values.accession_number ?? `ACC-${key}`,
+          });
+        };
+        await make('percent', { patient_name: 'SILVA^ANA 100%' });
+        await make('digits', { patient_name: 'SILVA^ANA 1000' });
+        await make('underscore', { patient_name: 'SOUZA^A_B' });
+        await make('letter', { patient_name: 'SOUZA^AXB' });
+        await make('backslash', { patient_name: 'ROE^BACK\\SLASH' });
+        await make('pid', { patient_id: 'MRN-77Q' });
+        await make('acc', { accession_number: 'XA-9K' });
+      });
+
+      const search = async (text: string, token = fresh.adminToken) => {
+        const res = await t.http.get('/api/studies', { token, query: { search: text } });
+        expect(res.status).toBe(200);
+        return Object.keys(names)
+          .filter((key) => res.body.data.some((s: StudyRow) => s.id === names[key].id))
+          .sort();
+      };
+
+      it('matches patient_name case-insensitively', async () => {
+        expect(await search('silva^ana')).toEqual(['digits', 'percent']);
+      });
+
+      it('treats % literally', async () => {
+        expect(await search('100%')).toEqual(['percent']);
+        expect(await search('%')).toEqual(['percent']);
+      });
+
+      it('treats _ and \\ literally', async () => {
+        expect(await search('a_b')).toEqual(['underscore']);
+        expect(await search('\\')).toEqual(['backslash']);
+      });
+
+      it('matches patient_id and accession_number', async () => {
+        expect(await search('mrn-77q')).toEqual(['pid']);
+        expect(await search('xa-9')).toEqual(['acc']);
+      });
+
+      it('counts only the matches', async () => {
+        const res = await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'souza' } });
+        expect(res.body).toMatchObject({ total: 2, last_page: 1 });
+      });
+
+      it('searches only inside the caller\'s scope', async () => {
+        expect(await search('silva', fresh.token2)).toEqual([]);
+        expect(await search('silva', other.adminToken)).toEqual([]);
+      });
+
+      it('accepts 255 characters and an empty search', async () => {
+        expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'x'.repeat(255) } })).body.total).toBe(0);
+        expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: '' } })).body.total).toBe(7);
+      });
+    });
+
+    describe('patient_uuid and exclude_id', () => {
+      let fresh: Awaited<ReturnType<typeof createClinic>>;
+      let patient: Awaited<ReturnType<typeof createPatient>>;
+      let inUnit1: StudyRow[];
+      let inUnit2: StudyRow;
+      let foreign: Awaited<ReturnType<typeof createImagedStudy>>;
+
+      beforeAll(async () => {
+        fresh = await createClinic(t.db, t.http);
+        patient = await createPatient(t.db, fresh.tenant.id);
+        inUnit1 = [
+          await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id, patient, study_date: '2024-03-01' }),
+          await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id, patient, study_date: '2024-02-01' }),
+        ];
+        inUnit2 = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit2.id, patient, study_date: '2024-01-01' });
+        await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
+        foreign = await createImagedStudy(t.db, other.tenant.id, other.unit1.id);
+      });
+
+      const ids = async (token: string, query: Record<string, string>) => {
+        const res = await t.http.get('/api/studies', { token, query });
+        expect(res.status).toBe(200);
+        return { ids: res.body.data.map((s: StudyRow) => s.id), total: res.body.total };
+      };
+
+      it('patient_uuid keeps that patient\'s studies within the scope', async () => {
+        expect(await ids(fresh.adminToken, { patient_uuid: patient.id })).toEqual({
+          ids: [...inUnit1.map((s) => s.id), inUnit2.id],
+          total: 3,
+        });
+        expect(await ids(fresh.token1, { patient_uuid: patient.id })).toEqual({ ids: inUnit1.map((s) => s.id), total: 2 });
+        expect(await ids(fresh.token2, { patient_uuid: patient.id })).toEqual({ ids: [inUnit2.id], total: 1 });
+      });
+
+      it('patient_uuid of another tenant\'s patient finds nothing (and counts nothing)', async () => {
+        expect(await ids(fresh.adminToken, { patient_uuid: foreign.patient.id })).toEqual({ ids: [], total: 0 });
+        expect(await ids(tokens.superAdmin, { patient_uuid: foreign.patient.id })).toEqual({ ids: [foreign.study.id], total: 1 });
+      });
+
+      it('exclude_id leaves one study out', async () => {
+        expect(await ids(fresh.adminToken, { patient_uuid: patient.id, exclude_id: inUnit1[0].id })).toEqual({
+          ids: [inUnit1[1].id, inUnit2.id],
+          total: 2,
+        });
+      });
+
+      it('exclude_id of another tenant\'s study changes nothing', async () => {
+        const all = await ids(fresh.adminToken, {});
+        expect(all.total).toBe(4);
+        expect(await ids(fresh.adminToken, { exclude_id: foreign.study.id })).toEqual(all);
+      });
+    });
+
+    it.each([
+      ['page=0', { page: '0' }, 'page'],
+      ['page=-1', { page: '-1' }, 'page'],
+      ['page=abc', { page: 'abc' }, 'page'],
+      ['page=1.5', { page: '1.5' }, 'page'],
+      ['a huge page', { page: '99999999999999999999' }, 'page'],
+      ['patient_uuid not a uuid', { patient_uuid: 'not-a-uuid' }, 'patient_uuid'],
+      ['exclude_id not a uuid', { exclude_id: "1' OR '1'='1" }, 'exclude_id'],
+      ['search of 256 characters', { search: 'x'.repeat(256) }, 'search'],
+    ])('answers 422 for %s', async (_, query, field) => {
+      const res = await t.http.get('/api/studies', { token: tokens.tenantAdmin, query });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message: expect.any(String), errors: { [field]: expect.arrayContaining([expect.any(String)]) } });
+    });
+
+    it('answers 422 for repeated parameters rather than guessing', async () => {
+      const res = await t.http.get('/api/studies?search=a&search=b&patient_uuid=x&patient_uuid=y', { token: tokens.tenantAdmin });
+      expect(res.status).toBe(422);
+      expect(Object.keys(res.body.errors).sort()).toEqual(['patient_uuid', 'search']);
+    });
+  });
+
+  describe('GET /api/studies/{id}', () => {
+    it('adds patient, unit and tenant, and computes modalities from the series when not stored', async () => {
+      const patient = await createPatient(t.db, clinic.tenant.id, { patient_birth_date: '1990-12-31', patient_sex: null });
+      const study = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        patient,
+        modalities: null,
+        study_description: 'CT abdomen',
+      });
+      await createSeries(t.db, study.id, { modality: 'SR', series_number: 3 });
+      await createSeries(t.db, study.id, { modality: 'CT', series_number: 1 });
+      await createSeries(t.db, study.id, { modality: 'CT', series_number: 2 });
+
+      const res = await t.http.get(`/api/studies/${study.id}`, { token: tokens.user1 });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        id: study.id,
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        patient_uuid: patient.id,
+        imgsrv_study_id: study.imgsrv_study_id,
+        study_instance_uid: study.study_instance_uid,
+        patient_id: patient.patient_id,
+        patient_name: patient.patient_name,
+        patient_birth_date: '1990-12-31',
+        patient_sex: null,
+        accession_number: study.accession_number,
+        study_date: '2024-01-15',
+        study_description: 'CT abdomen',
+        modalities: ['CT', 'SR'],
+        report_status: 'pending',
+        reported_at: null,
+        reported_by_user_id: null,
+        created_at: study.created_at.toISOString(),
+        updated_at: expect.any(String),
+        patient: {
+          id: patient.id,
+          tenant_id: clinic.tenant.id,
+          patient_id: patient.patient_id,
+          patient_name: patient.patient_name,
+          patient_birth_date: '1990-12-31',
+          patient_sex: null,
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
+        },
+        unit: { id: clinic.unit1.id, tenant_id: clinic.tenant.id, name: clinic.unit1.name },
+        tenant: { id: clinic.tenant.id, name: clinic.tenant.name },
+      });
+    });
+
+    it('returns stored modalities as stored, [] when neither stored nor any series, patient null when unlinked', async () => {
+      const stored = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, modalities: ['MR', 'CT'] });
+      await createSeries(t.db, stored.id, { modality: 'US' });
+      expect((await t.http.get(`/api/studies/${stored.id}`, { token: tokens.user1 })).body.modalities).toEqual(['MR', 'CT']);
+
+      const bare = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, modalities: null, patient: null });
+      const res = await t.http.get(`/api/studies/${bare.id}`, { token: tokens.user1 });
+      expect(res.body.modalities).toEqual([]);
+      expect(res.body.patient).toBeNull();
+    });
+
+    it.each(['not-a-uuid', '00000000-0000-0000-0000-000000000000', "1'--"])('answers 404 for %s', async (id) => {
+      const res = await t.http.get(`/api/studies/${encodeURIComponent(id)}`, { token: tokens.superAdmin });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Study not found.' });
+    });
+  });
+
+  describe('series and instances', () => {
+    it('lists series by series_number, then created_at, then id', async () => {
+      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const [first] = (await t.http.get(`/api/studies/${study.id}/series`, { token: tokens.user1 })).body;
+      const later = await createSeries(t.db, study.id, { series_number: 1, created_at: '2030-01-01T00:00:00Z' });
+      const zero = await createSeries(t.db, study.id, { series_number: 0, created_at: '2031-01-01T00:00:00Z' });
+      const ten = await createSeries(t.db, study.id, { series_number: 10, modality: 'SR', manufacturer: null, instance_count: 4 });
+      const res = await t.http.get(`/api/studies/${study.id}/series`, { token: tokens.user1 });
+      expect(res.status).toBe(200);
+      expect(res.body.map((s: { id: string }) => s.id)).toEqual([zero.id, first.id, later.id, ten.id]);
+      expect(res.body[3]).toEqual({
+        id: ten.id,
+        study_id: study.id,
+        imgsrv_series_id: ten.imgsrv_series_id,
+        series_instance_uid: ten.series_instance_uid,
+        modality: 'SR',
+        series_number: 10,
+        manufacturer: null,
+        instance_count: 4,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+    });
+
+    it('lists instances by instance_number, then created_at, then id', async () => {
+      const { series, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const third = await createInstance(t.db, series.id, { instance_number: 3 });
+      const second = await createInstance(t.db, series.id, { instance_number: 2 });
+      const sameLater = await createInstance(t.db, series.id, {
+        instance_number: 1,
+        created_at: '2030-01-01T00:00:00Z',
+        rows: null,
+        columns: null,
+        slice_thickness: null,
+      });
+      const res = await t.http.get(`/api/series/${series.id}/instances`, { token: tokens.tenantAdmin });
+      expect(res.status).toBe(200);
+      expect(res.body.map((i: { id: string }) => i.id)).toEqual([instance.id, sameLater.id, second.id, third.id]);
+      expect(res.body[0]).toEqual({
+        id: instance.id,
+        series_id: series.id,
+        imgsrv_instance_id: instance.imgsrv_instance_id,
+        sop_instance_uid: instance.sop_instance_uid,
+        instance_number: 1,
+        rows: 512,
+        columns: 512,
+        slice_thickness: 1.25,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+      expect(res.body[1]).toMatchObject({ rows: null, columns: null, slice_thickness: null });
+    });
+
+    it('answers [] for a study without series', async () => {
+      const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const res = await t.http.get(`/api/studies/${study.id}/series`, { token: tokens.user1 });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual([]);
+    });
+
+    it.each(['nope', '00000000-0000-0000-0000-000000000000'])('answers 404 for series %s', async (id) => {
+      const res = await t.http.get(`/api/series/${id}/instances`, { token: tokens.superAdmin });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Series not found.' });
+      const series = await t.http.get(`/api/studies/${id}/series`, { token: tokens.superAdmin });
+      expect(series.status).toBe(404);
+      expect(series.body).toEqual({ message: 'Study not found.' });
+    });
+  });
+
+  describe('thumbnails', () => {
+    it('serves the study thumbnail as image/jpeg, not cached by shared caches', async () => {
+      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      await createThumbnail(t.db, study.id, null, fakeJpeg('study-thumb'));
+      const res = await t.http.get(`/api/studies/${study.id}/thumbnail`, { token: tokens.user1 });
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('image/jpeg');
+      expect(res.headers['cache-control']).toBe('no-cache, private');
+      expect(res.raw).toEqual(fakeJpeg('study-thumb'));
+    });
+
+    it('answers 404 {message: Thumbnail not ready} before the worker made one', async () => {
+      const { study, series } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      for (const url of [`/api/studies/${study.id}/thumbnail`, `/api/studies/${study.id}/series/${series.id}/thumbnail`]) {
+        const res = await t.http.get(url, { token: tokens.user1 });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual({ message: 'Thumbnail not ready' });
+      }
+    });
+
+    it('serves the series thumbnail, and falls back to the study thumbnail', async () => {
+      const { study, series } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const second = await createSeries(t.db, study.id, { series_number: 2 });
+      await createThumbnail(t.db, study.id, null, fakeJpeg('study'));
+      await createThumbnail(t.db, study.id, series.id, fakeJpeg('series-1'));
+      const own = await t.http.get(`/api/studies/${study.id}/series/${series.id}/thumbnail`, { token: tokens.user1 });
+      expect(own.status).toBe(200);
+      expect(own.headers['content-type']).toBe('image/jpeg');
+      expect(own.headers['cache-control']).toBe('no-cache, private');
+      expect(own.raw).toEqual(fakeJpeg('series-1'));
+      const fallback = await t.http.get(`/api/studies/${study.id}/series/${second.id}/thumbnail`, { token: tokens.user1 });
+      expect(fallback.status).toBe(200);
+      expect(fallback.raw).toEqual(fakeJpeg('study'));
+    });
+
+    it('does not serve a series of another study, even of the same unit', async () => {
+      const a = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const b = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      await createThumbnail(t.db, a.study.id, null, fakeJpeg('a'));
+      await createThumbnail(t.db, b.study.id, b.series.id, fakeJpeg('b-series'));
+      const res = await t.http.get(`/api/studies/${a.study.id}/series/${b.series.id}/thumbnail`, { token: tokens.user1 });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Series not found.' });
+    });
+
+    it('answers 404 for malformed ids', async () => {
+      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const bad = await t.http.get('/api/studies/xyz/thumbnail', { token: tokens.user1 });
+      expect(bad.status).toBe(404);
+      expect(bad.body).toEqual({ message: 'Study not found.' });
+      const badSeries = await t.http.get(`/api/studies/${study.id}/series/xyz/thumbnail`, { token: tokens.user1 });
+      expect(badSeries.status).toBe(404);
+      expect(badSeries.body).toEqual({ message: 'Series not found.' });
+    });
+  });
+
+  describe('GET /api/studies/{id}/instances/{instance}/rendered', () => {
+    it('streams the image server\'s JPEG with its content type and no-cache, private', async () => {
+      const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      imgsrv.requests.length = 0;
+      const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('image/jpeg');
+      expect(res.headers['cache-control']).toBe('no-cache, private');
+      expect(res.raw).toEqual(renderedBytes(instance.imgsrv_instance_id));
+      expect(imgsrv.requests).toEqual([
+        {
+          url: `/instances/${instance.imgsrv_instance_id}/rendered`,
+          authorization: `Basic ${Buffer.from('svc:svc-secret').toString('base64')}`,
+          accept: 'image/jpeg',
+        },
+      ]);
+    });
+
+    it('answers 404 {message: Image not available} for an instance of another study of the same unit', async () => {
+      const a = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const b = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const res = await t.http.get(`/api/studies/${a.study.id}/instances/${b.instance.id}/rendered`, { token: tokens.user1 });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Image not available' });
+    });
+
+    it.each([
+      ['study id not a uuid', 'x', 'instance'],
+      ['instance id not a uuid', 'study', "1' or 1=1"],
+      ['unknown instance', 'study', '00000000-0000-0000-0000-000000000000'],
+      ['image server instance id instead of ours', 'study', 'imgsrv'],
+    ])('answers 404 {message: Image not available}: %s', async (_, studyPart, instancePart) => {
+      const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const studyId = studyPart === 'study' ? study.id : studyPart;
+      const instanceId =
+        instancePart === 'instance' ? instance.id : instancePart === 'imgsrv' ? instance.imgsrv_instance_id : instancePart;
+      const res = await t.http.get(
+        `/api/studies/${encodeURIComponent(studyId)}/instances/${encodeURIComponent(instanceId)}/rendered`,
+        { token: tokens.superAdmin },
+      );
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Image not available' });
+    });
+
+    it.each(['error500', 'unsupported415', 'hangup', 'breakAfterHeaders', 'empty'] as const)(
+      'answers 404 {message: Image not available} when the image server fails: %s',
+      async (failure) => {
+        const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        imgsrv.behaviour.set(instance.imgsrv_instance_id, failure);
+        const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual({ message: 'Image not available' });
+      },
+    );
+  });
+
+  describe('authentication', () => {
+    const ANY = '00000000-0000-4000-8000-000000000000';
+    it.each([
+      '/api/studies',
+      `/api/studies/${ANY}`,
+      `/api/studies/${ANY}/series`,
+      `/api/series/${ANY}/instances`,
+      `/api/studies/${ANY}/thumbnail`,
+      `/api/studies/${ANY}/series/${ANY}/thumbnail`,
+      `/api/studies/${ANY}/instances/${ANY}/rendered`,
+    ])('GET %s without a token is 401', async (url) => {
+      const res = await t.http.get(url);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+      const forged = await t.http.get(url, { token: 'not.a.jwt' });
+      expect(forged.status).toBe(401);
+      expect(forged.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('refuses a viewer token used as a bearer token', async () => {
+      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      const issued = await t.http.post('/api/viewer/token', { token: tokens.user1, body: { study_id: study.id } });
+      expect(issued.status).toBe(200);
+      for (const url of ['/api/studies', `/api/studies/${study.id}`]) {
+        const res = await t.http.get(url, { token: issued.body.token });
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ message: 'Unauthenticated.' });
+        const cookie = await t.http.get(url, { cookies: { pacs_access_token: issued.body.token } });
+        expect(cookie.status).toBe(401);
+      }
+    });
+  });
+});
