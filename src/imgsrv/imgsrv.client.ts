@@ -1,8 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
-import axios, { AxiosInstance } from 'axios';
+import axios, { AxiosInstance, AxiosRequestConfig, isAxiosError } from 'axios';
 import { Readable } from 'stream';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
+import {
+  DicomJsonDataset,
+  OrthancChanges,
+  OrthancInstance,
+  OrthancInstanceMetadata,
+  OrthancSeries,
+  OrthancStudy,
+} from './imgsrv.types';
 
 export const RENDERED_TIMEOUT_MS = 20_000;
 
@@ -11,13 +19,66 @@ export interface RenderedImage {
   stream: Readable;
 }
 
+/** Retries of one call to the image server (the job queue adds slower retries on top). */
+export interface RetryPolicy {
+  retries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { retries: 3, baseDelayMs: 300, maxDelayMs: 3000 };
+
+/** Statuses worth another try: the server or a proxy in front of it is briefly unwell. */
+const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+
+/** A failed call to the image server; `status` is undefined when no HTTP answer came at all. */
+export class ImgsrvError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ImgsrvError';
+  }
+
+  /** Network errors, timeouts and 5xx: worth retrying. A 4xx answer will not change by retrying. */
+  get transient(): boolean {
+    return this.status === undefined || TRANSIENT_STATUSES.has(this.status);
+  }
+}
+
+function toImgsrvError(error: unknown, path: string): ImgsrvError {
+  if (error instanceof ImgsrvError) return error;
+  if (isAxiosError(error)) {
+    const status = error.response?.status;
+    const reason = status !== undefined ? `HTTP ${status}` : (error.code ?? error.message);
+    return new ImgsrvError(`image server GET ${path}: ${reason}`, path, status);
+  }
+  return new ImgsrvError(`image server GET ${path}: ${(error as Error)?.message ?? error}`, path);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Exponential backoff with +-25 % jitter, so many jobs retrying together do not stampede. */
+export function backoffDelay(policy: RetryPolicy, attempt: number): number {
+  const base = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  return Math.round(base * (0.75 + Math.random() * 0.5));
+}
+
+const id = (value: string) => encodeURIComponent(value);
+
 /**
  * The only code that speaks the image server's (Orthanc's) REST API. Basic auth from
- * IMGSRV_USERNAME / IMGSRV_PASSWORD.
+ * IMGSRV_USERNAME / IMGSRV_PASSWORD. Reads retry network errors and 5xx with exponential backoff;
+ * a 4xx answer is final.
  */
 @Injectable()
 export class ImgsrvClient {
   readonly http: AxiosInstance;
+  /** Mutable so tests can shorten it. */
+  retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
+  private dicomWebKnown?: { value: boolean; until: number };
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.http = axios.create({
@@ -39,5 +100,120 @@ export class ImgsrvClient {
       timeout: RENDERED_TIMEOUT_MS,
     });
     return { contentType: String(response.headers['content-type'] ?? 'image/jpeg'), stream: response.data };
+  }
+
+  /** A JPEG rendering of an instance in memory (thumbnails). Orthanc answers 415 when there is no image. */
+  async renderedBuffer(imgsrvInstanceId: string, params: Record<string, string | number> = {}): Promise<Buffer> {
+    const data = await this.get<ArrayBuffer>(`/instances/${id(imgsrvInstanceId)}/rendered`, {
+      params,
+      headers: { Accept: 'image/jpeg' },
+      responseType: 'arraybuffer',
+      timeout: RENDERED_TIMEOUT_MS,
+    });
+    return Buffer.from(data);
+  }
+
+  /** `GET /studies/{id}`, or null when the image server does not hold that study (any more). */
+  async getStudy(imgsrvStudyId: string): Promise<OrthancStudy | null> {
+    return this.orNull(() => this.get<OrthancStudy>(`/studies/${id(imgsrvStudyId)}`));
+  }
+
+  async getSeries(imgsrvSeriesId: string): Promise<OrthancSeries | null> {
+    return this.orNull(() => this.get<OrthancSeries>(`/series/${id(imgsrvSeriesId)}`));
+  }
+
+  /** Every series of a study as full objects, in one call. */
+  async listStudySeries(imgsrvStudyId: string): Promise<OrthancSeries[]> {
+    return this.get<OrthancSeries[]>(`/studies/${id(imgsrvStudyId)}/series`, { params: { expand: 'true' } });
+  }
+
+  /** Every instance of a study as full objects, in one call (not one call per instance). */
+  async listStudyInstances(imgsrvStudyId: string): Promise<OrthancInstance[]> {
+    return this.get<OrthancInstance[]>(`/studies/${id(imgsrvStudyId)}/instances`, { params: { expand: 'true' } });
+  }
+
+  /** Reception metadata of an instance (RemoteAET, RemoteIP, Origin...). */
+  async getInstanceMetadata(imgsrvInstanceId: string): Promise<OrthancInstanceMetadata | null> {
+    return this.orNull(() =>
+      this.get<OrthancInstanceMetadata>(`/instances/${id(imgsrvInstanceId)}/metadata`, { params: { expand: 'true' } }),
+    );
+  }
+
+  /** All tags of one instance by name (the slow path when DICOMweb is not available). */
+  async getSimplifiedTags(imgsrvInstanceId: string): Promise<Record<string, unknown> | null> {
+    return this.orNull(() => this.get<Record<string, unknown>>(`/instances/${id(imgsrvInstanceId)}/simplified-tags`));
+  }
+
+  /** Whether the DICOMweb plugin answers; remembered for a minute. */
+  async hasDicomWeb(): Promise<boolean> {
+    const now = Date.now();
+    if (this.dicomWebKnown && this.dicomWebKnown.until > now) return this.dicomWebKnown.value;
+    let value: boolean;
+    try {
+      const plugins = await this.get<unknown>('/plugins');
+      value = Array.isArray(plugins) && plugins.includes('dicom-web');
+    } catch (error) {
+      if ((error as ImgsrvError).transient) throw error;
+      value = false;
+    }
+    this.dicomWebKnown = { value, until: now + 60_000 };
+    return value;
+  }
+
+  /** QIDO-RS: the instances of one series with the requested extra tags (`includefield`). */
+  async qidoSeriesInstances(
+    studyInstanceUid: string,
+    seriesInstanceUid: string,
+    includeFields: string[],
+  ): Promise<DicomJsonDataset[]> {
+    const data = await this.get<DicomJsonDataset[] | ''>(
+      `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances`,
+      { params: { includefield: includeFields.join(',') }, headers: { Accept: 'application/dicom+json' } },
+    );
+    // An empty match may come back as 204 / empty body.
+    return Array.isArray(data) ? data : [];
+  }
+
+  /** One page of the change feed, after sequence number `since`. */
+  async getChanges(since: number, limit: number): Promise<OrthancChanges> {
+    return this.get<OrthancChanges>('/changes', { params: { since, limit } });
+  }
+
+  /** The sequence number of the newest change (0 on an empty server). */
+  async lastChangeSeq(): Promise<number> {
+    const answer = await this.get<OrthancChanges>('/changes', { params: { last: '' } });
+    return Number(answer?.Last) || 0;
+  }
+
+  /** One page of the studies the image server holds, as full objects, in its storage order. */
+  async listStudies(since: number, limit: number): Promise<OrthancStudy[]> {
+    return this.get<OrthancStudy[]>('/studies', { params: { expand: 'true', since, limit } });
+  }
+
+  async countStudies(): Promise<number> {
+    const stats = await this.get<{ CountStudies?: number }>('/statistics');
+    return Number(stats?.CountStudies) || 0;
+  }
+
+  private async get<T>(path: string, config: AxiosRequestConfig = {}): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.http.get<T>(path, config);
+        return response.data;
+      } catch (error) {
+        const failure = toImgsrvError(error, path);
+        if (!failure.transient || attempt >= this.retryPolicy.retries) throw failure;
+        await sleep(backoffDelay(this.retryPolicy, attempt));
+      }
+    }
+  }
+
+  private async orNull<T>(call: () => Promise<T>): Promise<T | null> {
+    try {
+      return await call();
+    } catch (error) {
+      if ((error as ImgsrvError).status === 404) return null;
+      throw error;
+    }
   }
 }

@@ -1,5 +1,14 @@
 import { Module } from '@nestjs/common';
+import { IndexJobService } from './index-job.service';
+import { IngestionQueue } from './ingestion-queue.service';
+import { IngestionRepository } from './ingestion.repository';
+import { IngestionWorker } from './ingestion.worker';
+import { ReconcileService } from './reconcile.service';
+import { StudyJobService } from './study-job.service';
 
 /** Worker side of ingestion: the queue processors. Only the worker process imports it. */
-@Module({})
+@Module({
+  providers: [IngestionQueue, IngestionRepository, StudyJobService, IndexJobService, ReconcileService, IngestionWorker],
+  exports: [IngestionQueue, IngestionRepository, StudyJobService, IndexJobService, ReconcileService],
+})
 export class IngestionWorkerModule {}

@@ -1,5 +1,11 @@
 import { Module } from '@nestjs/common';
+import { IngestionQueue } from './ingestion-queue.service';
+import { WebhookController } from './webhook.controller';
+import { WebhookService } from './webhook.service';
 
 /** API side of ingestion: the image-server webhook, which only queues jobs. */
-@Module({})
+@Module({
+  controllers: [WebhookController],
+  providers: [WebhookService, IngestionQueue],
+})
 export class IngestionModule {}

@@ -1,0 +1,94 @@
+import { InjectQueue } from '@nestjs/bull';
+import { Inject, Injectable } from '@nestjs/common';
+import type { JobOptions, Queue } from 'bull';
+import { randomBytes } from 'crypto';
+import Redis from 'ioredis';
+import { INDEX_QUEUE, STUDY_QUEUE } from '../common/queues/queues.module';
+import { REDIS } from '../common/redis/redis.module';
+
+export const STUDY_JOB = 'study';
+export const INDEX_JOB = 'index';
+export const RECONCILE_JOB = 'reconcile';
+
+export type IngestionSource = 'webhook' | 'reconcile' | 'import';
+
+/** Jobs carry ids only; the handlers re-read everything. */
+export interface StudyJobData {
+  imgsrvStudyId: string;
+  source: IngestionSource;
+}
+
+export interface IndexJobData {
+  imgsrvStudyId: string;
+  /** The image server's change sequence number read before the study was: the index reflects every change up to it. */
+  changeSeq: number;
+  /** The study's LastUpdate as the study job saw it. */
+  lastUpdate: string | null;
+}
+
+export interface QueuedJob {
+  jobId: string;
+  /** False when the request joined a job that was already waiting. */
+  created: boolean;
+}
+
+/** States in which a job has not started yet: a new request for the same study can join it. */
+const NOT_STARTED = new Set(['waiting', 'delayed', 'paused']);
+
+/** A generation key lives this long after its last use; when it expires, the job-state check still holds. */
+const GENERATION_TTL_SECONDS = 30 * 24 * 3600;
+
+/** Moves the generation on only if nobody else did in the meantime; returns the current one. */
+const ADVANCE_GENERATION = `
+local current = redis.call('GET', KEYS[1]) or ''
+if current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+  return ARGV[2]
+end
+return current`;
+
+/**
+ * Adds ingestion jobs so that duplicates collapse but nothing is lost.
+ *
+ * Job ids are `<kind>:<study id>:<generation>`. A burst of requests for a study whose job is still
+ * waiting lands on the same id, and Bull keeps one job. Once that job has started (or finished: Bull
+ * keeps completed and failed jobs and silently ignores an add with their id) the next request finds
+ * it not waiting, moves the study's generation on (atomically, so a burst moves it once) and adds a
+ * fresh job: a request that arrives after a run started always leads to a new run, which re-reads
+ * the image server.
+ */
+@Injectable()
+export class IngestionQueue {
+  constructor(
+    @InjectQueue(STUDY_QUEUE) private readonly studyQueue: Queue,
+    @InjectQueue(INDEX_QUEUE) private readonly indexQueue: Queue,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  queueStudy(imgsrvStudyId: string, source: IngestionSource): Promise<QueuedJob> {
+    const data: StudyJobData = { imgsrvStudyId, source };
+    return this.add(this.studyQueue, STUDY_JOB, imgsrvStudyId, data);
+  }
+
+  queueIndex(data: IndexJobData): Promise<QueuedJob> {
+    return this.add(this.indexQueue, INDEX_JOB, data.imgsrvStudyId, data);
+  }
+
+  private async add(queue: Queue, kind: string, imgsrvStudyId: string, data: object, options: JobOptions = {}): Promise<QueuedJob> {
+    const key = `ingest:generation:${kind}:${imgsrvStudyId}`;
+    let generation = (await this.redis.get(key)) ?? '';
+    for (let tries = 0; tries < 5; tries++) {
+      const jobId = `${kind}:${imgsrvStudyId}:${generation || '0'}`;
+      const existedBefore = (await queue.getJob(jobId)) !== null;
+      const job = await queue.add(kind, data, { ...options, jobId });
+      const state = await job.getState();
+      if (NOT_STARTED.has(state)) return { jobId, created: !existedBefore };
+      const next = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+      generation = String(await this.redis.eval(ADVANCE_GENERATION, 1, key, generation, next, GENERATION_TTL_SECONDS));
+    }
+    // Only reachable if other requests keep racing ahead: a unique id is always a new run.
+    const jobId = `${kind}:${imgsrvStudyId}:${randomBytes(8).toString('hex')}`;
+    await queue.add(kind, data, { ...options, jobId });
+    return { jobId, created: true };
+  }
+}
