@@ -15,6 +15,16 @@ async function main(argv: string[]): Promise<void> {
       const id = await createSuperAdmin(loadConfig(), options);
       process.stdout.write(`${id}\n`);
     });
+  program
+    .command('import')
+    .description('Queue every study the image server already holds for indexing (safe to run again)')
+    .option('--since <date>', 'only studies dated on or after this day (YYYY-MM-DD)')
+    .action(async (options: { since?: string }) => {
+      loadConfig();
+      // Loaded on demand: the other commands need no Nest application.
+      const { importArchive } = await import('./ingestion/archive-import');
+      process.stdout.write(`${await importArchive(options)}\n`);
+    });
   await program.parseAsync(argv);
 }
 
