@@ -1,4 +1,12 @@
 import { Module } from '@nestjs/common';
+import { StudiesModule } from '../studies/studies.module';
+import { StudyTenantsCache } from './study-tenants.cache';
+import { ViewerController } from './viewer.controller';
+import { ViewerService } from './viewer.service';
 
-@Module({})
+@Module({
+  imports: [StudiesModule],
+  controllers: [ViewerController],
+  providers: [ViewerService, StudyTenantsCache],
+})
 export class ViewerModule {}

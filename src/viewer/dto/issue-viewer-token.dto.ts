@@ -1,0 +1,16 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsNotEmpty, IsUUID } from 'class-validator';
+
+export class IssueViewerTokenDto {
+  @ApiProperty({ format: 'uuid', description: 'The study the viewer will open' })
+  @IsNotEmpty({ message: 'The study_id field is required.' })
+  @IsUUID('all', { message: 'The study_id field must be a valid UUID.' })
+  study_id: string;
+}
+
+export class ViewerTokenDto {
+  @ApiProperty({ format: 'uuid', description: 'Send as header X-Viewer-Token on every DICOMweb request' })
+  token: string;
+  @ApiPropertyOptional({ example: 600, description: 'Seconds the token stays valid' })
+  expires_in: number;
+}

@@ -1,0 +1,62 @@
+import { Body, Controller, Get, Headers, HttpCode, Post, Res } from '@nestjs/common';
+import {
+  ApiForbiddenResponse,
+  ApiHeader,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import type { AuthUser } from '../common/auth/auth-user';
+import { DataScope } from '../common/auth/data-scope';
+import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
+import { IssueViewerTokenDto, ViewerTokenDto } from './dto/issue-viewer-token.dto';
+import { ViewerService } from './viewer.service';
+
+@ApiTags('viewer')
+@Controller('viewer')
+export class ViewerController {
+  constructor(private readonly viewer: ViewerService) {}
+
+  @Post('token')
+  @HttpCode(200)
+  @Auth()
+  @ApiOperation({ summary: 'A short-lived token that lets the web viewer read this study through the proxy' })
+  @ApiOkResponse({ type: ViewerTokenDto })
+  @ApiNotFoundResponse({ description: 'Missing or not visible to the caller: `{error: "Study not found"}`' })
+  @ApiUnprocessableEntityResponse({ description: 'study_id missing or not a uuid' })
+  issue(
+    @CurrentUser() user: AuthUser,
+    @CallerScope() scope: DataScope,
+    @Body() body: IssueViewerTokenDto,
+  ): Promise<ViewerTokenDto> {
+    return this.viewer.issue(user, scope, body.study_id);
+  }
+
+  @Get('token/validate')
+  @ApiOperation({
+    summary: 'For the proxy\'s auth_request: may this viewer token read the study in X-Original-URI?',
+    description:
+      'Public. Answers only 200, 401 or 403. The study instance UID comes from the path ' +
+      '`/dicom-web/studies/<uid>` or the query keys `0020000D`, `StudyInstanceUIDs`, `StudyInstanceUID` ' +
+      '(case-insensitive; several UIDs separated by `,` or `\\`); no UID, an unknown one or a wildcard is 403.',
+  })
+  @ApiHeader({ name: 'X-Viewer-Token', required: true })
+  @ApiHeader({ name: 'X-Original-URI', required: true })
+  @ApiOkResponse({ description: 'Allowed (empty body)' })
+  @ApiUnauthorizedResponse({ description: '`{error: "Missing token"}` or `{error: "Invalid or expired token"}`' })
+  @ApiForbiddenResponse({ description: '`{error: "Forbidden"}`' })
+  async validate(
+    @Headers('x-viewer-token') token: unknown,
+    @Headers('x-original-uri') originalUri: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const verdict = await this.viewer.validate(token, originalUri);
+    reply.header('cache-control', 'no-store');
+    if ('body' in verdict) reply.status(verdict.status).send(verdict.body);
+    else reply.status(verdict.status).send();
+  }
+}

@@ -1,0 +1,163 @@
+import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { isUUID } from 'class-validator';
+import { randomUUID } from 'crypto';
+import Redis from 'ioredis';
+import { AccountStatusService } from '../auth/account-status.service';
+import type { AuthUser } from '../common/auth/auth-user';
+import { DataScope } from '../common/auth/data-scope';
+import { ApiError } from '../common/errors/api-errors';
+import { REDIS } from '../common/redis/redis.module';
+import { APP_CONFIG } from '../config/config.module';
+import { AppConfig } from '../config/environment';
+import { StudiesRepository } from '../studies/studies.repository';
+import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
+import { extractStudyUids } from './study-uids';
+import { StudyTenantsCache } from './study-tenants.cache';
+import { TtlCache } from './ttl-cache';
+
+/** What a viewer token grants, stored in Redis under `viewer:<token>` for VIEWER_TOKEN_TTL seconds. */
+export interface ViewerSession {
+  user_id: string;
+  /** The tenant whose studies the token opens: the caller's, or for a super admin the study's. */
+  tenant_id: string;
+  unit_id: string | null;
+  study_id: string;
+  /** Epoch milliseconds; checked on every validation, cached or not. */
+  expires_at: number;
+}
+
+export type Verdict =
+  | { status: HttpStatus.OK }
+  | { status: HttpStatus.UNAUTHORIZED | HttpStatus.FORBIDDEN; body: { error: string } };
+
+export const ALLOW: Verdict = { status: HttpStatus.OK };
+export const MISSING_TOKEN: Verdict = { status: HttpStatus.UNAUTHORIZED, body: { error: 'Missing token' } };
+export const INVALID_TOKEN: Verdict = { status: HttpStatus.UNAUTHORIZED, body: { error: 'Invalid or expired token' } };
+export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, body: { error: 'Forbidden' } };
+
+export const viewerTokenKey = (token: string) => `viewer:${token}`;
+
+// A token is re-read from Redis at most this often per process. Its expiry is exact regardless
+// (expires_at travels with it); a deactivated account is caught by AccountStatusService's own cache.
+const TOKEN_CACHE_MS = 5_000;
+const MAX_CACHED_TOKENS = 20_000;
+// Past this, an unanswered Redis is a refusal: nginx waits for us, and so does the viewer.
+const REDIS_TIMEOUT_MS = 2_000;
+
+/**
+ * Viewer tokens: issued for one study to a signed-in user, validated by the proxy's auth
+ * subrequest before every DICOMweb request. Validation reads Redis and in-process caches only
+ * (the token, the study UID's tenants, the account's state), so a viewer's hundreds of requests
+ * per study do not reach PostgreSQL.
+ */
+@Injectable()
+export class ViewerService {
+  private readonly logger = new Logger(ViewerService.name);
+  private readonly sessions = new TtlCache<ViewerSession>(MAX_CACHED_TOKENS);
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(REDIS) private readonly redis: Redis,
+    private readonly studies: StudiesRepository,
+    private readonly uidTenants: StudyTenantsCache,
+    private readonly accounts: AccountStatusService,
+  ) {}
+
+  /**
+   * A token for a study the caller can see (the same scope as GET /api/studies/{id}: a regular
+   * user only for their unit's studies), else 404 `{error: "Study not found"}`.
+   */
+  async issue(user: AuthUser, scope: DataScope, studyId: string): Promise<ViewerTokenDto> {
+    const study = await this.studies.findStudyRef(scope, studyId);
+    if (!study) throw new ApiError(HttpStatus.NOT_FOUND, { error: 'Study not found' });
+    const ttl = this.config.VIEWER_TOKEN_TTL;
+    const token = randomUUID();
+    const session: ViewerSession = {
+      user_id: user.id,
+      tenant_id: study.tenant_id,
+      unit_id: user.unit_id,
+      study_id: study.id,
+      expires_at: Date.now() + ttl * 1000,
+    };
+    await this.redis.set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
+    // The viewer's first requests follow at once: have the study's UID ready for them.
+    await this.uidTenants.tenantsOf([study.study_instance_uid]);
+    return { token, expires_in: ttl };
+  }
+
+  /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
+  async validate(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
+    if (typeof tokenHeader !== 'string' || tokenHeader.trim() === '') return MISSING_TOKEN;
+    let session: ViewerSession | null;
+    try {
+      session = await this.session(tokenHeader.trim());
+      if (session && !(await this.accountAllows(session))) session = null;
+    } catch (error) {
+      this.logger.warn(`Viewer token check failed, refusing: ${(error as Error)?.message ?? error}`);
+      return INVALID_TOKEN;
+    }
+    if (!session) return INVALID_TOKEN;
+
+    const uids = extractStudyUids(typeof originalUri === 'string' ? originalUri : undefined);
+    if (!uids) return FORBIDDEN;
+    try {
+      const tenants = await this.uidTenants.tenantsOf(uids);
+      // A UID held by several tenants is served by the image server as one study: all or nothing.
+      for (const uid of uids) {
+        const holders = tenants.get(uid);
+        if (!holders || holders.length === 0 || holders.some((tenant) => tenant !== session.tenant_id)) {
+          return FORBIDDEN;
+        }
+      }
+    } catch (error) {
+      this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
+      return FORBIDDEN;
+    }
+    return ALLOW;
+  }
+
+  private async session(token: string): Promise<ViewerSession | null> {
+    if (!isUUID(token)) return null;
+    const now = Date.now();
+    let session = this.sessions.get(token);
+    if (!session) {
+      const stored = await withTimeout(this.redis.get(viewerTokenKey(token)), REDIS_TIMEOUT_MS);
+      session = stored ? parseSession(stored) : undefined;
+      if (!session) return null;
+      this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
+    }
+    return session.expires_at > now ? session : null;
+  }
+
+  /** The token dies with its user's or tenant's deactivation, and if the user left the tenant. */
+  private async accountAllows(session: ViewerSession): Promise<boolean> {
+    const account = await this.accounts.get(session.user_id);
+    if (!account?.usable) return false;
+    return account.is_super_admin || account.tenant_id === session.tenant_id;
+  }
+}
+
+function parseSession(text: string): ViewerSession | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<ViewerSession>;
+    if (
+      typeof value?.user_id === 'string' &&
+      typeof value.tenant_id === 'string' &&
+      typeof value.study_id === 'string' &&
+      typeof value.expires_at === 'number'
+    ) {
+      return { ...value, unit_id: value.unit_id ?? null } as ViewerSession;
+    }
+  } catch {
+    // A value we did not write: no session.
+  }
+  return undefined;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
