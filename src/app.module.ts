@@ -13,6 +13,7 @@ import { ImgsrvModule } from './imgsrv/imgsrv.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { PatientsModule } from './patients/patients.module';
+import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
@@ -49,10 +50,11 @@ export class CoreModule {}
     IngestionModule,
   ],
 })
+    OperationsModule,
 export class ApiModule {}
 
 /** The queue worker process: no HTTP, only processors. */
 @Module({
-  imports: [CoreModule, IngestionWorkerModule],
+  imports: [CoreModule, IngestionWorkerModule, OperationsWorkerModule],
 })
 export class WorkerModule {}

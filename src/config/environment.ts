@@ -104,6 +104,14 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(64)
   WORKER_CONCURRENCY = 2;
+  /**
+   * Bearer token for GET /metrics (Prometheus). Empty (default): /metrics is not served (404).
+   */
+  @Matches(/^([A-Za-z0-9._~+/=-]{16,})?$/, {
+    message: 'METRICS_TOKEN must be empty or at least 16 characters of A-Z a-z 0-9 . _ ~ + / = -',
+  })
+  METRICS_TOKEN = '';
+
 }
 
 export type AppConfig = Readonly<

@@ -1,0 +1,145 @@
+import { InjectQueue } from '@nestjs/bull';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Job, Queue } from 'bull';
+import Redis from 'ioredis';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
+import { REDIS } from '../../common/redis/redis.module';
+import { SharedHistogram } from './shared-histogram';
+
+export type ViewerValidationResult = 'allowed' | 'missing_token' | 'invalid_token' | 'forbidden';
+export type JobOutcome = 'completed' | 'failed';
+/** `listed`: the study is in the API's lists; `indexed`: series, instances and thumbnails are done. */
+export type IngestionStage = 'listed' | 'indexed';
+
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const LAG_BUCKETS = [0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
+// A scrape must answer even when Redis does not: queue depths are then left out, not stale.
+const QUEUE_COUNT_TIMEOUT_MS = 2000;
+
+/**
+ * The service's Prometheus metrics. Request and viewer counters are per process (Prometheus sums
+ * the API processes); job durations and ingestion lag are observed by the worker, which serves no
+ * HTTP, so they are kept in Redis and read by whichever API process is scraped (cluster-wide series:
+ * aggregate them with max(), not sum(), across API processes). Queue depths are read on scrape.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
+  private readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly viewerValidations: Counter<'result'>;
+  private readonly viewerCache: Counter<'result'>;
+  private readonly jobDuration: SharedHistogram;
+  private readonly ingestionLagHistogram: SharedHistogram;
+
+  constructor(
+    @Inject(REDIS) redis: Redis,
+    @InjectQueue(STUDY_QUEUE) studyQueue: Queue,
+    @InjectQueue(INDEX_QUEUE) indexQueue: Queue,
+    @InjectQueue(RECONCILE_QUEUE) reconcileQueue: Queue,
+  ) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'pacs_' });
+    this.httpDuration = new Histogram({
+      name: 'pacs_http_request_duration_seconds',
+      help: 'HTTP request latency by route pattern (not raw URL), method and status code.',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.httpRequests = new Counter({
+      name: 'pacs_http_requests_total',
+      help: 'HTTP requests answered, by route pattern, method and status code.',
+      labelNames: ['method', 'route', 'status_code'],
+      registers,
+    });
+    this.viewerValidations = new Counter({
+      name: 'pacs_viewer_validations_total',
+      help: 'Viewer token validations (the proxy subrequest) by result.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.viewerCache = new Counter({
+      name: 'pacs_viewer_validation_cache_total',
+      help: 'Study-to-tenant lookups of viewer validations: hit (cache) or miss (database).',
+      labelNames: ['result'],
+      registers,
+    });
+    const queues = [studyQueue, indexQueue, reconcileQueue];
+    new Gauge({
+      name: 'pacs_queue_jobs',
+      help: 'Jobs per queue and state, read from Redis at scrape time.',
+      labelNames: ['queue', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        await Promise.all(
+          queues.map(async (queue) => {
+            const counts = await withTimeout(queue.getJobCounts(), QUEUE_COUNT_TIMEOUT_MS).catch(() => null);
+            if (!counts) return;
+            for (const state of QUEUE_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
+          }),
+        );
+      },
+    });
+    this.jobDuration = new SharedHistogram(
+      redis,
+      'pacs_job_duration_seconds',
+      'Queue job run time (processedOn to finishedOn), by queue and outcome, across all workers.',
+      ['queue', 'outcome'],
+      JOB_BUCKETS,
+    );
+    this.ingestionLagHistogram = new SharedHistogram(
+      redis,
+      'pacs_ingestion_lag_seconds',
+      "Time from the image server's stable-study event to the study being listed, then fully indexed.",
+      ['stage'],
+      LAG_BUCKETS,
+    );
+    this.registry.registerMetric(this.jobDuration as never);
+    this.registry.registerMetric(this.ingestionLagHistogram as never);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  httpRequest(method: string, route: string, statusCode: number, seconds: number): void {
+    const labels = { method, route, status_code: String(statusCode) };
+    this.httpDuration.observe(labels, seconds);
+    this.httpRequests.inc(labels);
+  }
+
+  /** For the viewer's validate endpoint; `cacheHit` when a study-to-tenant lookup was made. */
+  viewerValidation(result: ViewerValidationResult, cacheHit?: boolean): void {
+    this.viewerValidations.inc({ result });
+    if (cacheHit !== undefined) this.viewerCache.inc({ result: cacheHit ? 'hit' : 'miss' });
+  }
+
+  /** A job's run time from its own timestamps; jobs that never started are ignored. */
+  async jobFinished(queue: string, job: Pick<Job, 'processedOn' | 'finishedOn'>, outcome: JobOutcome): Promise<void> {
+    if (!job.processedOn) return;
+    const finishedOn = job.finishedOn ?? Date.now();
+    await this.jobDuration.observe({ queue, outcome }, (finishedOn - job.processedOn) / 1000);
+  }
+
+  async ingestionLag(stage: IngestionStage, seconds: number): Promise<void> {
+    await this.ingestionLagHistogram.observe({ stage }, seconds);
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
