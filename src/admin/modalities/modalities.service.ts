@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { Errors } from '../../common/errors/api-errors';
+import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { uniqueViolationOf } from '../../common/validation/unique-violation';
+import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { CreateModalityDto, ModalityDto, toModalityDto } from './modalities.dto';
+import { MODALITY_AET_INDEX, MODALITY_NAME_INDEX, ModalitiesRepository } from './modalities.repository';
+
+export const MODALITY_NAME_TAKEN = 'A modality with that name already exists in this unit.';
+export const AET_TAKEN = 'The aet has already been taken.';
+
+@Injectable()
+export class ModalitiesService {
+  constructor(private readonly modalities: ModalitiesRepository) {}
+
+  async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<ModalityDto>> {
+    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
+    const [rows, total] = await this.modalities.page({
+      tenantId: query.tenant_id,
+      unitId: query.unit_id,
+      search: query.search,
+      offset,
+      limit: ADMIN_PAGE_SIZE,
+    });
+    return paginated(rows.map(toModalityDto), total, page, ADMIN_PAGE_SIZE);
+  }
+
+  async create(body: CreateModalityDto): Promise<ModalityDto> {
+    if (!(await this.modalities.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const unit = await this.modalities.findUnit(body.unit_id);
+    // The contract answers a unit of another clinic like an unknown one.
+    if (!unit || unit.tenant_id !== body.tenant_id) throw Errors.notFound('Unit');
+    const taken = await this.modalities.taken(body.unit_id, body.name, body.aet);
+    const errors: Record<string, string[]> = {};
+    if (taken.name) errors.name = [MODALITY_NAME_TAKEN];
+    if (taken.aet) errors.aet = [AET_TAKEN];
+    if (Object.keys(errors).length) throw Errors.validation(errors);
+    let id: string;
+    try {
+      id = await this.modalities.insert({
+        tenant_id: body.tenant_id,
+        unit_id: body.unit_id,
+        name: body.name,
+        aet: body.aet,
+        ip_address: body.ip_address,
+      });
+    } catch (error) {
+      // A concurrent request won the race the check above could not see.
+      const index = uniqueViolationOf(error);
+      if (index === MODALITY_AET_INDEX) throw Errors.fieldInvalid('aet', AET_TAKEN);
+      if (index === MODALITY_NAME_INDEX) throw Errors.fieldInvalid('name', MODALITY_NAME_TAKEN);
+      throw error;
+    }
+    const row = await this.modalities.findRow(id);
+    return toModalityDto(row!);
+  }
+}

@@ -1,0 +1,19 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsUUID } from 'class-validator';
+import { SearchPageQueryDto } from '../../common/pagination';
+
+/** `page`, `search` and the `tenant_id` filter. */
+export class TenantFilterQueryDto extends SearchPageQueryDto {
+  @ApiPropertyOptional({ format: 'uuid' })
+  @IsOptional()
+  @IsUUID('all', { message: 'The tenant id field must be a valid UUID.' })
+  tenant_id?: string;
+}
+
+/** `page`, `search` and the `tenant_id` and `unit_id` filters. */
+export class TenantUnitFilterQueryDto extends TenantFilterQueryDto {
+  @ApiPropertyOptional({ format: 'uuid' })
+  @IsOptional()
+  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  unit_id?: string;
+}

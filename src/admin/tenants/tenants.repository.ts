@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { likePattern } from '../../common/pagination';
+import { Tenant } from '../../database/entities';
+
+export const TENANT_NAME_INDEX = 'tenants_name_lower_key';
+export const TENANT_SLUG_INDEX = 'tenants_slug_key';
+
+@Injectable()
+export class TenantsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async page(filter: { search?: string; offset: number; limit: number }): Promise<[Tenant[], number]> {
+    const qb = this.dataSource.getRepository(Tenant).createQueryBuilder('t');
+    if (filter.search) {
+      qb.andWhere('(t.name ILIKE :pattern OR t.slug ILIKE :pattern)', { pattern: likePattern(filter.search) });
+    }
+    return qb
+      .orderBy('lower(t.name)', 'ASC')
+      .addOrderBy('t.id', 'ASC')
+      .offset(filter.offset)
+      .limit(filter.limit)
+      .getManyAndCount();
+  }
+
+  findById(id: string): Promise<Tenant | null> {
+    return this.dataSource.getRepository(Tenant).findOneBy({ id });
+  }
+
+  /** Which of the two unique keys are already taken (a fast, friendly answer; the indexes decide). */
+  async taken(name: string, slug: string): Promise<{ name: boolean; slug: boolean }> {
+    const [row]: Array<{ name: boolean; slug: boolean }> = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM tenants WHERE lower(name) = lower($1)) AS name,
+              EXISTS (SELECT 1 FROM tenants WHERE slug = $2) AS slug`,
+      [name, slug],
+    );
+    return row;
+  }
+
+  /** Throws the driver's unique violation when the name or slug is taken meanwhile. */
+  async insert(values: { name: string; slug: string; is_active: boolean }): Promise<Tenant> {
+    const repository = this.dataSource.getRepository(Tenant);
+    const { identifiers } = await repository.insert(values);
+    return repository.findOneByOrFail({ id: identifiers[0].id as string });
+  }
+
+  /**
+   * Sets the tenant's state and the same state on all its units, in one transaction. Returns null
+   * when the tenant does not exist. Users' own flags are left alone: their access follows the
+   * tenant through the auth guard, so re-activation restores exactly the previous state.
+   */
+  setActive(id: string, isActive: boolean): Promise<Tenant | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const result = await manager.query(
+        `UPDATE tenants SET is_active = $2, updated_at = now() WHERE id = $1 RETURNING id`,
+        [id, isActive],
+      );
+      if ((result[0] as unknown[]).length === 0) return null;
+      await manager.query(
+        `UPDATE units SET is_active = $2, updated_at = now() WHERE tenant_id = $1 AND is_active <> $2`,
+        [id, isActive],
+      );
+      return manager.getRepository(Tenant).findOneBy({ id });
+    });
+  }
+}

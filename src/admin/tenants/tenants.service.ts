@@ -1,0 +1,79 @@
+import { Injectable } from '@nestjs/common';
+import { AccountStatusService } from '../../auth/account-status.service';
+import { Errors } from '../../common/errors/api-errors';
+import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { normaliseSlug, SLUG_MAX_LENGTH, slugFromName } from '../../common/validation/slug';
+import { uniqueViolationOf } from '../../common/validation/unique-violation';
+import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { CreateTenantDto, TenantDto, toTenantDto } from './tenants.dto';
+import { TENANT_NAME_INDEX, TENANT_SLUG_INDEX, TenantsRepository } from './tenants.repository';
+
+export const TENANT_NAME_TAKEN = 'A clinic with that name already exists.';
+export const SLUG_TAKEN = 'The slug has already been taken.';
+export const QUARANTINE_SLUG = 'quarantine';
+
+/** Resolves the slug a create request asks for, or explains in the contract's 422 why it cannot. */
+export function requestedSlug(explicit: string | null | undefined, name: string): string {
+  if (explicit === undefined || explicit === null) {
+    const derived = slugFromName(name);
+    if (!derived) {
+      throw Errors.fieldInvalid('slug', 'A slug cannot be derived from this name; please provide a slug.');
+    }
+    return derived;
+  }
+  const slug = normaliseSlug(explicit);
+  if (!slug) throw Errors.fieldInvalid('slug', 'The slug must contain at least one letter or digit.');
+  if (slug.length > SLUG_MAX_LENGTH) {
+    throw Errors.fieldInvalid('slug', `The slug field must not be greater than ${SLUG_MAX_LENGTH} characters.`);
+  }
+  return slug;
+}
+
+@Injectable()
+export class TenantsService {
+  constructor(
+    private readonly tenants: TenantsRepository,
+    private readonly accounts: AccountStatusService,
+  ) {}
+
+  async list(query: { search?: string; page?: number }): Promise<Paginated<TenantDto>> {
+    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
+    const [rows, total] = await this.tenants.page({ search: query.search, offset, limit: ADMIN_PAGE_SIZE });
+    return paginated(rows.map(toTenantDto), total, page, ADMIN_PAGE_SIZE);
+  }
+
+  async create(body: CreateTenantDto): Promise<TenantDto> {
+    const slug = requestedSlug(body.slug, body.name);
+    const taken = await this.tenants.taken(body.name, slug);
+    const errors: Record<string, string[]> = {};
+    if (taken.name) errors.name = [TENANT_NAME_TAKEN];
+    if (taken.slug) errors.slug = [SLUG_TAKEN];
+    if (Object.keys(errors).length) throw Errors.validation(errors);
+    try {
+      const tenant = await this.tenants.insert({ name: body.name, slug, is_active: body.is_active ?? true });
+      return toTenantDto(tenant);
+    } catch (error) {
+      // A concurrent request won the race the check above could not see.
+      const index = uniqueViolationOf(error);
+      if (index === TENANT_NAME_INDEX) throw Errors.fieldInvalid('name', TENANT_NAME_TAKEN);
+      if (index === TENANT_SLUG_INDEX) throw Errors.fieldInvalid('slug', SLUG_TAKEN);
+      throw error;
+    }
+  }
+
+  async setStatus(id: string, isActive: boolean): Promise<TenantDto> {
+    if (isActive) {
+      const current = await this.tenants.findById(id);
+      if (!current) throw Errors.notFound('Tenant');
+      // Nobody may ever sign in to the tenant that holds studies from unregistered devices.
+      if (current.slug === QUARANTINE_SLUG) {
+        throw Errors.fieldInvalid('is_active', 'The quarantine clinic cannot be activated.');
+      }
+    }
+    const tenant = await this.tenants.setActive(id, isActive);
+    if (!tenant) throw Errors.notFound('Tenant');
+    // This process stops (or resumes) honouring the tenant's tokens now; others within seconds.
+    this.accounts.forgetAll();
+    return toTenantDto(tenant);
+  }
+}

@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import { DataScope } from '../../common/auth/data-scope';
+import { Errors } from '../../common/errors/api-errors';
+import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { normaliseSlug, SLUG_MAX_LENGTH } from '../../common/validation/slug';
+import { uniqueViolationOf } from '../../common/validation/unique-violation';
+import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { SLUG_TAKEN } from '../tenants/tenants.service';
+import { CreateUnitDto, toUnitDto, UnitDto } from './units.dto';
+import { UNIT_NAME_INDEX, UNIT_SLUG_INDEX, UnitsRepository } from './units.repository';
+
+export const UNIT_NAME_TAKEN = 'A unit with that name already exists for this clinic.';
+
+/** A unit's slug is optional: null stays null, anything else is normalised. */
+function unitSlug(explicit: string | null | undefined): string | null {
+  if (explicit === undefined || explicit === null) return null;
+  const slug = normaliseSlug(explicit);
+  if (!slug) throw Errors.fieldInvalid('slug', 'The slug must contain at least one letter or digit.');
+  if (slug.length > SLUG_MAX_LENGTH) {
+    throw Errors.fieldInvalid('slug', `The slug field must not be greater than ${SLUG_MAX_LENGTH} characters.`);
+  }
+  return slug;
+}
+
+/** Units for the admin and the tenant lists (ordered by name) and their creation. */
+@Injectable()
+export class UnitsService {
+  constructor(private readonly units: UnitsRepository) {}
+
+  async list(
+    scope: DataScope,
+    query: { tenant_id?: string; search?: string; page?: number },
+  ): Promise<Paginated<UnitDto>> {
+    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
+    const [rows, total] = await this.units.page(scope, {
+      tenantId: query.tenant_id,
+      search: query.search,
+      offset,
+      limit: ADMIN_PAGE_SIZE,
+    });
+    return paginated(rows.map(toUnitDto), total, page, ADMIN_PAGE_SIZE);
+  }
+
+  async create(body: CreateUnitDto): Promise<UnitDto> {
+    const slug = unitSlug(body.slug);
+    if (!(await this.units.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const taken = await this.units.taken(body.tenant_id, body.name, slug);
+    const errors: Record<string, string[]> = {};
+    if (taken.name) errors.name = [UNIT_NAME_TAKEN];
+    if (taken.slug) errors.slug = [SLUG_TAKEN];
+    if (Object.keys(errors).length) throw Errors.validation(errors);
+    let unit;
+    try {
+      unit = await this.units.insert({ tenant_id: body.tenant_id, name: body.name, slug });
+    } catch (error) {
+      // A concurrent request won the race the check above could not see.
+      const index = uniqueViolationOf(error);
+      if (index === UNIT_NAME_INDEX) throw Errors.fieldInvalid('name', UNIT_NAME_TAKEN);
+      if (index === UNIT_SLUG_INDEX) throw Errors.fieldInvalid('slug', SLUG_TAKEN);
+      throw error;
+    }
+    if (!unit) throw Errors.notFound('Tenant');
+    return toUnitDto(unit);
+  }
+}

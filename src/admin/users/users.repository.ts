@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, SelectQueryBuilder } from 'typeorm';
+import { likePattern } from '../../common/pagination';
+import { Tenant, Unit, User } from '../../database/entities';
+import type { AdminUserRow } from './users.dto';
+
+export const USER_EMAIL_INDEX = 'users_email_lower_key';
+
+export interface UserFilter {
+  tenantId?: string;
+  unitId?: string;
+  search?: string;
+  offset: number;
+  limit: number;
+}
+
+export interface NewUser {
+  tenant_id: string;
+  unit_id: string;
+  name: string;
+  email: string;
+  password: string;
+  crm: string | null;
+  signature: string | null;
+  is_tenant_admin: boolean;
+  is_active: boolean;
+}
+
+export type UserChanges = Partial<
+  Pick<User, 'tenant_id' | 'unit_id' | 'name' | 'email' | 'crm' | 'signature' | 'is_tenant_admin' | 'is_active'>
+>;
+
+@Injectable()
+export class UsersRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Explicit columns: the password, remember_token and signature are never read here. */
+  private rows(): SelectQueryBuilder<User> {
+    return this.dataSource
+      .getRepository(User)
+      .createQueryBuilder('u')
+      .leftJoin(Tenant, 't', 't.id = u.tenant_id')
+      .leftJoin(Unit, 'un', 'un.id = u.unit_id')
+      .select([
+        'u.id AS id',
+        'u.email AS email',
+        'u.name AS name',
+        'u.tenant_id AS tenant_id',
+        'u.unit_id AS unit_id',
+        'u.is_super_admin AS is_super_admin',
+        'u.is_tenant_admin AS is_tenant_admin',
+        'u.is_active AS is_active',
+        'u.crm AS crm',
+        'u.has_signature AS has_signature',
+        'u.created_at AS created_at',
+        'u.updated_at AS updated_at',
+        't.name AS tenant_name',
+        'un.name AS unit_name',
+      ]);
+  }
+
+  async page(filter: UserFilter): Promise<[AdminUserRow[], number]> {
+    const qb = this.rows();
+    if (filter.tenantId) qb.andWhere('u.tenant_id = :tenantId', { tenantId: filter.tenantId });
+    if (filter.unitId) qb.andWhere('u.unit_id = :unitId', { unitId: filter.unitId });
+    if (filter.search) {
+      qb.andWhere('(u.name ILIKE :pattern OR u.email ILIKE :pattern)', { pattern: likePattern(filter.search) });
+    }
+    const [rows, total] = await Promise.all([
+      qb
+        .clone()
+        .orderBy('lower(u.name)', 'ASC')
+        .addOrderBy('u.id', 'ASC')
+        .offset(filter.offset)
+        .limit(filter.limit)
+        .getRawMany<AdminUserRow>(),
+      qb.getCount(),
+    ]);
+    return [rows, total];
+  }
+
+  async findRow(id: string): Promise<AdminUserRow | null> {
+    return (await this.rows().where('u.id = :id', { id }).getRawOne<AdminUserRow>()) ?? null;
+  }
+
+  tenantExists(tenantId: string): Promise<boolean> {
+    return this.dataSource.getRepository(Tenant).existsBy({ id: tenantId });
+  }
+
+  findUnit(unitId: string): Promise<Unit | null> {
+    return this.dataSource.getRepository(Unit).findOneBy({ id: unitId });
+  }
+
+  async emailTaken(email: string, exceptId?: string): Promise<boolean> {
+    const [row]: Array<{ taken: boolean }> = await this.dataSource.query(
+      `SELECT EXISTS (
+         SELECT 1 FROM users WHERE lower(email) = lower($1) AND ($2::uuid IS NULL OR id <> $2::uuid)
+       ) AS taken`,
+      [email, exceptId ?? null],
+    );
+    return row.taken;
+  }
+
+  /** is_super_admin is always false here: the API can never create a super admin. */
+  async insert(values: NewUser): Promise<string> {
+    const { identifiers } = await this.dataSource
+      .getRepository(User)
+      .insert({ ...values, is_super_admin: false });
+    return identifiers[0].id as string;
+  }
+
+  /** Throws the driver's unique violation when the new email is taken meanwhile. */
+  async update(id: string, changes: UserChanges): Promise<void> {
+    await this.dataSource
+      .getRepository(User)
+      .createQueryBuilder()
+      .update()
+      .set({ ...changes, updated_at: () => 'now()' })
+      .where('id = :id', { id })
+      .execute();
+  }
+}

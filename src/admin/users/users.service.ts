@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import * as bcrypt from 'bcryptjs';
+import { AccountStatusService } from '../../auth/account-status.service';
+import { BCRYPT_ROUNDS } from '../../auth/create-super-admin';
+import type { AuthUser } from '../../common/auth/auth-user';
+import { Errors } from '../../common/errors/api-errors';
+import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { uniqueViolationOf } from '../../common/validation/unique-violation';
+import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { AdminUserDto, CreateUserDto, toAdminUserDto, UpdateUserDto } from './users.dto';
+import { USER_EMAIL_INDEX, UserChanges, UsersRepository } from './users.repository';
+
+export const EMAIL_TAKEN = 'The email has already been taken.';
+export const UNIT_OUTSIDE_TENANT = 'The selected unit does not belong to the selected clinic.';
+
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly accounts: AccountStatusService,
+  ) {}
+
+  async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
+    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
+    const [rows, total] = await this.users.page({
+      tenantId: query.tenant_id,
+      unitId: query.unit_id,
+      search: query.search,
+      offset,
+      limit: ADMIN_PAGE_SIZE,
+    });
+    return paginated(rows.map(toAdminUserDto), total, page, ADMIN_PAGE_SIZE);
+  }
+
+  async create(body: CreateUserDto): Promise<AdminUserDto> {
+    if (!(await this.users.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const unit = await this.users.findUnit(body.unit_id);
+    if (!unit) throw Errors.notFound('Unit');
+    if (unit.tenant_id !== body.tenant_id) throw Errors.fieldInvalid('unit_id', UNIT_OUTSIDE_TENANT);
+    // Checked before hashing, so an obvious duplicate does not cost a bcrypt round.
+    if (await this.users.emailTaken(body.email)) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
+    const password = await bcrypt.hash(body.password, BCRYPT_ROUNDS);
+    let id: string;
+    try {
+      id = await this.users.insert({
+        tenant_id: body.tenant_id,
+        unit_id: body.unit_id,
+        name: body.name,
+        email: body.email,
+        password,
+        crm: body.crm ?? null,
+        signature: body.signature ?? null,
+        is_tenant_admin: body.is_tenant_admin ?? false,
+        is_active: body.is_active ?? true,
+      });
+    } catch (error) {
+      if (uniqueViolationOf(error) === USER_EMAIL_INDEX) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
+      throw error;
+    }
+    return toAdminUserDto((await this.users.findRow(id))!);
+  }
+
+  async update(caller: AuthUser, id: string, body: UpdateUserDto): Promise<AdminUserDto> {
+    const current = await this.users.findRow(id);
+    if (!current) throw Errors.notFound('User');
+    if (caller.id === id && body.is_active === false) {
+      throw Errors.fieldInvalid('is_active', 'You cannot deactivate your own account.');
+    }
+    if (body.tenant_id !== undefined && !(await this.users.tenantExists(body.tenant_id))) {
+      throw Errors.notFound('Tenant');
+    }
+    if (body.unit_id !== undefined || body.tenant_id !== undefined) {
+      const tenantId = body.tenant_id ?? current.tenant_id;
+      const unitId = body.unit_id ?? current.unit_id;
+      const unit = unitId ? await this.users.findUnit(unitId) : null;
+      if (body.unit_id !== undefined && !unit) throw Errors.notFound('Unit');
+      // Moving a user to another clinic without naming a unit there leaves the old unit behind.
+      if (unit && unit.tenant_id !== tenantId) throw Errors.fieldInvalid('unit_id', UNIT_OUTSIDE_TENANT);
+    }
+    if (body.email !== undefined && (await this.users.emailTaken(body.email, id))) {
+      throw Errors.fieldInvalid('email', EMAIL_TAKEN);
+    }
+    const changes: UserChanges = {};
+    for (const key of ['tenant_id', 'unit_id', 'name', 'email', 'crm', 'signature', 'is_tenant_admin', 'is_active'] as const) {
+      if (body[key] !== undefined) (changes as Record<string, unknown>)[key] = body[key];
+    }
+    if (Object.keys(changes).length) {
+      try {
+        await this.users.update(id, changes);
+      } catch (error) {
+        if (uniqueViolationOf(error) === USER_EMAIL_INDEX) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
+        throw error;
+      }
+      // A deactivated or moved user loses (or changes) access at once in this process.
+      this.accounts.forgetAll();
+    }
+    return toAdminUserDto((await this.users.findRow(id))!);
+  }
+}

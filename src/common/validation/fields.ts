@@ -1,0 +1,111 @@
+import { applyDecorators } from '@nestjs/common';
+import { Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsDefined,
+  IsNotEmpty,
+  IsUUID,
+  registerDecorator,
+  ValidateIf,
+  ValidationArguments,
+} from 'class-validator';
+import isEmail from 'validator/lib/isEmail';
+import isIP from 'validator/lib/isIP';
+
+/** Laravel-style label: `tenant_id` -> "tenant id". */
+export const fieldLabel = (field: string) => field.replace(/_/g, ' ');
+
+export const trimString = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
+
+/**
+ * Validate only when the key is present. Unlike @IsOptional, an explicit `null` is still
+ * validated (and refused by the rules that follow), for fields that may be left out but not cleared.
+ */
+export const IfPresent = () => ValidateIf((_object, value) => value !== undefined);
+
+/** Validate only when present and not null: for fields that `null` clears. */
+export const IfPresentAndNotNull = () => ValidateIf((_object, value) => value !== undefined && value !== null);
+
+export interface StringRuleSet {
+  min?: number;
+  max?: number;
+  maxBytes?: number;
+  email?: boolean;
+  ip?: boolean;
+  pattern?: RegExp;
+  patternMessage?: string;
+}
+
+/** The rules in order; the first one that fails is the field's only message. */
+function stringChecks(field: string, rules: StringRuleSet): Array<[(value: string) => boolean, string]> {
+  const label = fieldLabel(field);
+  const checks: Array<[(value: string) => boolean, string]> = [];
+  if (rules.min !== undefined) {
+    checks.push([(v) => v.length >= rules.min!, `The ${label} field must be at least ${rules.min} characters.`]);
+  }
+  if (rules.max !== undefined) {
+    checks.push([(v) => v.length <= rules.max!, `The ${label} field must not be greater than ${rules.max} characters.`]);
+  }
+  if (rules.maxBytes !== undefined) {
+    checks.push([
+      (v) => Buffer.byteLength(v, 'utf8') <= rules.maxBytes!,
+      `The ${label} field must not be greater than ${rules.maxBytes} bytes.`,
+    ]);
+  }
+  if (rules.email) checks.push([(v) => isEmail(v), `The ${label} field must be a valid email address.`]);
+  if (rules.ip) checks.push([(v) => isIP(v), `The ${label} field must be a valid IPv4 or IPv6 address.`]);
+  if (rules.pattern) {
+    const pattern = rules.pattern;
+    checks.push([(v) => pattern.test(v), rules.patternMessage ?? `The ${label} field format is invalid.`]);
+  }
+  return checks;
+}
+
+/**
+ * A string with its rules checked in order, reporting only the first failure: a number sent as
+ * a name gets "must be a string", not also "too long". Presence is left to IsDefined/IfPresent.
+ */
+export function StringRules(field: string, rules: StringRuleSet = {}): PropertyDecorator {
+  const notString = `The ${fieldLabel(field)} field must be a string.`;
+  const checks = stringChecks(field, rules);
+  const failure = (value: unknown): string | null => {
+    if (typeof value !== 'string') return notString;
+    return checks.find(([test]) => !test(value))?.[1] ?? null;
+  };
+  return (object: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'stringRules',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => failure(value) === null,
+        defaultMessage: (args: ValidationArguments) => failure(args.value) ?? notString,
+      },
+    });
+}
+
+/** A trimmed, non-empty string of at most `max` characters; required unless `optional`. */
+export function TrimmedString(field: string, options: { max?: number; optional?: boolean } = {}) {
+  const label = fieldLabel(field);
+  return applyDecorators(
+    Transform(trimString),
+    options.optional ? IfPresent() : IsDefined({ message: `The ${label} field is required.` }),
+    IsNotEmpty({ message: options.optional ? `The ${label} field must not be empty.` : `The ${label} field is required.` }),
+    StringRules(field, { max: options.max }),
+  );
+}
+
+/** A uuid; required unless `optional` (present-but-null is refused either way). */
+export function UuidField(field: string, options: { optional?: boolean } = {}) {
+  const label = fieldLabel(field);
+  return applyDecorators(
+    options.optional ? IfPresent() : IsDefined({ message: `The ${label} field is required.` }),
+    IsNotEmpty({ message: options.optional ? `The ${label} field must not be empty.` : `The ${label} field is required.` }),
+    IsUUID('all', { message: `The ${label} field must be a valid UUID.` }),
+  );
+}
+
+/** An optional JSON boolean (no "true" strings); present-but-null is refused. */
+export function OptionalBoolean(field: string) {
+  return applyDecorators(IfPresent(), IsBoolean({ message: `The ${fieldLabel(field)} field must be true or false.` }));
+}

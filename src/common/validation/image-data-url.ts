@@ -1,0 +1,93 @@
+import sharp from 'sharp';
+import { registerDecorator, ValidationArguments, ValidationOptions } from 'class-validator';
+
+export const MIB = 1024 * 1024;
+/** Decoded size limits (decisions.md §1): logo and signature 2 MiB, template background 5 MiB. */
+export const LOGO_MAX_BYTES = 2 * MIB;
+export const SIGNATURE_MAX_BYTES = 2 * MIB;
+export const BACKGROUND_MAX_BYTES = 5 * MIB;
+
+const PREFIX = /^data:image\/(jpeg|png);base64,/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const MAGIC: Record<ImageType, Buffer> = {
+  jpeg: Buffer.from([0xff, 0xd8, 0xff]),
+  png: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+};
+
+type ImageType = 'jpeg' | 'png';
+export type ImageProblem = 'not_data_url' | 'bad_base64' | 'too_large' | 'not_image';
+
+/**
+ * Why `value` is not an acceptable image data URL, or null when it is: the prefix names JPEG or
+ * PNG, the rest is canonical base64 that decodes to at most `maxBytes`, the bytes start with that
+ * format's signature, and the image header parses as that format with real dimensions. The size
+ * is checked on the text first, so an oversized value is refused before it is decoded.
+ */
+export async function imageDataUrlProblem(value: unknown, maxBytes: number): Promise<ImageProblem | null> {
+  if (typeof value !== 'string') return 'not_data_url';
+  const prefix = PREFIX.exec(value);
+  if (!prefix) return 'not_data_url';
+  const type = prefix[1] as ImageType;
+  const encoded = value.slice(prefix[0].length);
+  if (encoded.length > Math.ceil(maxBytes / 3) * 4) return 'too_large';
+  if (encoded.length === 0 || encoded.length % 4 !== 0 || !BASE64.test(encoded)) return 'bad_base64';
+  const bytes = Buffer.from(encoded, 'base64');
+  if (bytes.length > maxBytes) return 'too_large';
+  if (!bytes.subarray(0, MAGIC[type].length).equals(MAGIC[type])) return 'not_image';
+  try {
+    const metadata = await sharp(bytes).metadata();
+    if (metadata.format !== type || !metadata.width || !metadata.height) return 'not_image';
+  } catch {
+    return 'not_image';
+  }
+  return null;
+}
+
+export function imageProblemMessage(problem: ImageProblem, label: string, maxBytes: number): string {
+  switch (problem) {
+    case 'not_data_url':
+      return `The ${label} must be a data URL starting with data:image/jpeg;base64, or data:image/png;base64,.`;
+    case 'bad_base64':
+      return `The ${label} data URL does not contain valid base64.`;
+    case 'too_large':
+      return `The ${label} must not be larger than ${maxBytes / MIB} MiB.`;
+    case 'not_image':
+      return `The ${label} is not a valid image of the declared type (JPEG or PNG).`;
+  }
+}
+
+const PROBLEMS = Symbol('imageDataUrlProblems');
+type WithProblems = { [PROBLEMS]?: Record<string, ImageProblem> };
+
+/**
+ * Validates an image data URL (see imageDataUrlProblem). `label` names the field in messages;
+ * null and undefined are left to @IsOptional / @ValidateIf of the caller.
+ */
+export function IsImageDataUrl(options: { maxBytes: number; label?: string }, validationOptions?: ValidationOptions) {
+  return (object: object, propertyName: string) => {
+    const label = options.label ?? propertyName.replace(/_/g, ' ');
+    registerDecorator({
+      name: 'isImageDataUrl',
+      target: object.constructor,
+      propertyName,
+      options: validationOptions,
+      async: true,
+      validator: {
+        async validate(value: unknown, args: ValidationArguments) {
+          const problem = await imageDataUrlProblem(value, options.maxBytes);
+          if (problem) {
+            // class-validator asks for the message after the promise settles; keep the reason
+            // on the instance being validated (a symbol, so whitelisting never sees it).
+            const holder = args.object as WithProblems;
+            holder[PROBLEMS] = { ...(holder[PROBLEMS] ?? {}), [propertyName]: problem };
+          }
+          return problem === null;
+        },
+        defaultMessage(args: ValidationArguments) {
+          const problem = (args.object as WithProblems)[PROBLEMS]?.[propertyName] ?? 'not_data_url';
+          return imageProblemMessage(problem, label, options.maxBytes);
+        },
+      },
+    });
+  };
+}
