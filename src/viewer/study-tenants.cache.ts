@@ -18,19 +18,22 @@ export class StudyTenantsCache {
 
   constructor(private readonly studies: StudiesRepository) {}
 
-  /** The tenants of each UID; one database round trip for all the UIDs not cached. */
-  async tenantsOf(uids: string[]): Promise<Map<string, readonly string[]>> {
-    const result = new Map<string, readonly string[]>();
+  /**
+   * The tenants of each UID; one database round trip for all the UIDs not cached. `hit` tells
+   * whether the answer came from the cache alone.
+   */
+  async tenantsOf(uids: string[]): Promise<{ tenants: Map<string, readonly string[]>; hit: boolean }> {
+    const tenants = new Map<string, readonly string[]>();
     const missing: string[] = [];
     for (const uid of uids) {
       const cached = this.cache.get(uid);
-      if (cached) result.set(uid, cached);
+      if (cached) tenants.set(uid, cached);
       else missing.push(uid);
     }
-    if (missing.length === 0) return result;
+    if (missing.length === 0) return { tenants, hit: true };
     const loaded = await this.load(missing);
-    for (const uid of missing) result.set(uid, loaded.get(uid) ?? []);
-    return result;
+    for (const uid of missing) tenants.set(uid, loaded.get(uid) ?? []);
+    return { tenants, hit: false };
   }
 
   /** Seeds the cache (a token was just issued for this UID: its first validation should not miss). */

@@ -15,6 +15,7 @@ function build(overrides: {
   account?: () => Promise<AccountState | null>;
   tenantsOf?: () => Promise<Map<string, string[]>>;
   session?: Partial<ViewerSession>;
+  metrics?: { viewerValidation: jest.Mock };
 } = {}) {
   const session: ViewerSession = {
     user_id: 'user-1',
@@ -45,6 +46,7 @@ function build(overrides: {
     studies as unknown as StudiesRepository,
     new StudyTenantsCache(studies as unknown as StudiesRepository),
     accounts as unknown as AccountStatusService,
+    overrides.metrics as never,
   );
   return { service, redis, accounts, studies };
 }
@@ -109,5 +111,20 @@ describe('ViewerService.validate', () => {
     const verdicts = await Promise.all(Array.from({ length: 20 }, () => service.validate(TOKEN, URI)));
     expect(verdicts.every((v) => v === ALLOW)).toBe(true);
     expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(1);
+  });
+
+  it('reports each outcome and whether the study lookup was cached', async () => {
+    const metrics = { viewerValidation: jest.fn() };
+    const { service } = build({ metrics });
+    await service.validate(undefined, URI);
+    await service.validate(TOKEN, URI);
+    await service.validate(TOKEN, URI);
+    await service.validate(TOKEN, '/dicom-web/studies');
+    expect(metrics.viewerValidation.mock.calls).toEqual([
+      ['missing_token', undefined],
+      ['allowed', false],
+      ['allowed', true],
+      ['forbidden', undefined],
+    ]);
   });
 });

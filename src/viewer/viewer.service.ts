@@ -1,4 +1,4 @@
-import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { isUUID } from 'class-validator';
 import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
@@ -9,6 +9,7 @@ import { ApiError } from '../common/errors/api-errors';
 import { REDIS } from '../common/redis/redis.module';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
+import { MetricsService, ViewerValidationResult } from '../operations/metrics/metrics.service';
 import { StudiesRepository } from '../studies/studies.repository';
 import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
 import { extractStudyUids } from './study-uids';
@@ -27,13 +28,21 @@ export interface ViewerSession {
 }
 
 export type Verdict =
-  | { status: HttpStatus.OK }
-  | { status: HttpStatus.UNAUTHORIZED | HttpStatus.FORBIDDEN; body: { error: string } };
+  | { status: HttpStatus.OK; result: ViewerValidationResult }
+  | { status: HttpStatus.UNAUTHORIZED | HttpStatus.FORBIDDEN; result: ViewerValidationResult; body: { error: string } };
 
-export const ALLOW: Verdict = { status: HttpStatus.OK };
-export const MISSING_TOKEN: Verdict = { status: HttpStatus.UNAUTHORIZED, body: { error: 'Missing token' } };
-export const INVALID_TOKEN: Verdict = { status: HttpStatus.UNAUTHORIZED, body: { error: 'Invalid or expired token' } };
-export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, body: { error: 'Forbidden' } };
+export const ALLOW: Verdict = { status: HttpStatus.OK, result: 'allowed' };
+export const MISSING_TOKEN: Verdict = {
+  status: HttpStatus.UNAUTHORIZED,
+  result: 'missing_token',
+  body: { error: 'Missing token' },
+};
+export const INVALID_TOKEN: Verdict = {
+  status: HttpStatus.UNAUTHORIZED,
+  result: 'invalid_token',
+  body: { error: 'Invalid or expired token' },
+};
+export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, result: 'forbidden', body: { error: 'Forbidden' } };
 
 export const viewerTokenKey = (token: string) => `viewer:${token}`;
 
@@ -61,6 +70,7 @@ export class ViewerService {
     private readonly studies: StudiesRepository,
     private readonly uidTenants: StudyTenantsCache,
     private readonly accounts: AccountStatusService,
+    @Optional() private readonly metrics?: MetricsService,
   ) {}
 
   /**
@@ -87,33 +97,37 @@ export class ViewerService {
 
   /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
   async validate(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
-    if (typeof tokenHeader !== 'string' || tokenHeader.trim() === '') return MISSING_TOKEN;
+    const outcome = await this.decide(tokenHeader, originalUri);
+    this.metrics?.viewerValidation(outcome.verdict.result, outcome.cacheHit);
+    return outcome.verdict;
+  }
+
+  private async decide(tokenHeader: unknown, originalUri: unknown): Promise<{ verdict: Verdict; cacheHit?: boolean }> {
+    if (typeof tokenHeader !== 'string' || tokenHeader.trim() === '') return { verdict: MISSING_TOKEN };
     let session: ViewerSession | null;
     try {
       session = await this.session(tokenHeader.trim());
       if (session && !(await this.accountAllows(session))) session = null;
     } catch (error) {
       this.logger.warn(`Viewer token check failed, refusing: ${(error as Error)?.message ?? error}`);
-      return INVALID_TOKEN;
+      return { verdict: INVALID_TOKEN };
     }
-    if (!session) return INVALID_TOKEN;
+    if (!session) return { verdict: INVALID_TOKEN };
 
     const uids = extractStudyUids(typeof originalUri === 'string' ? originalUri : undefined);
-    if (!uids) return FORBIDDEN;
+    if (!uids) return { verdict: FORBIDDEN };
     try {
-      const tenants = await this.uidTenants.tenantsOf(uids);
+      const { tenants, hit } = await this.uidTenants.tenantsOf(uids);
       // A UID held by several tenants is served by the image server as one study: all or nothing.
-      for (const uid of uids) {
+      const allowed = uids.every((uid) => {
         const holders = tenants.get(uid);
-        if (!holders || holders.length === 0 || holders.some((tenant) => tenant !== session.tenant_id)) {
-          return FORBIDDEN;
-        }
-      }
+        return !!holders && holders.length > 0 && holders.every((tenant) => tenant === session.tenant_id);
+      });
+      return { verdict: allowed ? ALLOW : FORBIDDEN, cacheHit: hit };
     } catch (error) {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
-      return FORBIDDEN;
+      return { verdict: FORBIDDEN, cacheHit: false };
     }
-    return ALLOW;
   }
 
   private async session(token: string): Promise<ViewerSession | null> {
