@@ -1,0 +1,1 @@
+throw new Error('msgpackr-extract is stubbed: msgpackr uses its JavaScript decoder');
