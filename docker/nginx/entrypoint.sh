@@ -10,6 +10,8 @@ set -eu
 : "${ORTHANC_PASSWORD:?ORTHANC_PASSWORD must be set}"
 : "${NGINX_TEMPLATE:=/etc/pacs-nginx/nginx.conf.template}"
 : "${NGINX_PREFIX:=/var/cache/nginx/pacs}"
+# The OHIF viewer's static build (viewer/dist, made by `node viewer/install.js`).
+: "${VIEWER_ROOT:=/usr/share/pacs-viewer}"
 
 ORTHANC_AUTH=$(printf '%s:%s' "$ORTHANC_USERNAME" "$ORTHANC_PASSWORD" | base64 | tr -d '\n')
 
@@ -22,7 +24,12 @@ sed -e "s|__API_UPSTREAM__|$API_UPSTREAM|g" \
     -e "s|__ORTHANC_UPSTREAM__|$ORTHANC_UPSTREAM|g" \
     -e "s|__LISTEN_PORT__|$LISTEN_PORT|g" \
     -e "s|__ORTHANC_AUTH__|$ORTHANC_AUTH|g" \
+    -e "s|__VIEWER_ROOT__|$VIEWER_ROOT|g" \
     "$NGINX_TEMPLATE" > "$NGINX_PREFIX/nginx.conf"
+
+if [ ! -f "$VIEWER_ROOT/index.html" ]; then
+  echo "entrypoint: no viewer in $VIEWER_ROOT (run \`node viewer/install.js\` before \`docker compose up\`)" >&2
+fi
 
 if grep -q '__[A-Z_]*__' "$NGINX_PREFIX/nginx.conf"; then
   echo "entrypoint: placeholder left in nginx.conf" >&2

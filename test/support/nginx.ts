@@ -12,6 +12,8 @@ import { DOCKER_DIR, delay, getFreePort, terminate } from './orthanc';
 
 export const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
 export const NGINX_TEMPLATE = path.join(DOCKER_DIR, 'nginx/nginx.conf');
+/** The OHIF viewer's static build, installed by viewer/install.js. */
+export const VIEWER_ROOT = path.join(DOCKER_DIR, '..', 'viewer', 'dist');
 
 export interface StartNginxOptions {
   apiPort: number;
@@ -22,6 +24,8 @@ export interface StartNginxOptions {
   orthancHost?: string;
   /** Default: a free port on 127.0.0.1. */
   port?: number;
+  /** Folder served as the viewer; default VIEWER_ROOT. */
+  viewerRoot?: string;
   startTimeoutMs?: number;
 }
 
@@ -43,6 +47,8 @@ export interface NginxPlaceholders {
   orthancUpstream: string;
   orthancUser: string;
   orthancPassword: string;
+  /** Default: VIEWER_ROOT. */
+  viewerRoot?: string;
 }
 
 /** Substitutes the placeholders of the template; throws if one is left over. */
@@ -52,7 +58,8 @@ export function renderNginxConfig(template: string, values: NginxPlaceholders): 
     .replace(/__LISTEN_PORT__/g, values.listen)
     .replace(/__API_UPSTREAM__/g, values.apiUpstream)
     .replace(/__ORTHANC_UPSTREAM__/g, values.orthancUpstream)
-    .replace(/__ORTHANC_AUTH__/g, auth);
+    .replace(/__ORTHANC_AUTH__/g, auth)
+    .replace(/__VIEWER_ROOT__/g, values.viewerRoot ?? VIEWER_ROOT);
   const left = rendered.match(/__[A-Z_]+__/);
   if (left) throw new Error(`nginx template placeholder not substituted: ${left[0]}`);
   return rendered;
@@ -74,6 +81,7 @@ export async function startNginx(opts: StartNginxOptions): Promise<NginxInstance
     orthancUpstream: `${opts.orthancHost ?? '127.0.0.1'}:${opts.orthancPort}`,
     orthancUser: opts.orthancUser,
     orthancPassword: opts.orthancPassword,
+    viewerRoot: opts.viewerRoot,
   });
   await fs.writeFile(conf, rendered);
 
