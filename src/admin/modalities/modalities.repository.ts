@@ -5,9 +5,6 @@ import { likePattern } from '../../common/pagination';
 import { Modality, Tenant, Unit } from '../../database/entities';
 import type { ModalityRow } from './modalities.dto';
 
-export const MODALITY_AET_INDEX = 'modalities_aet_key';
-export const MODALITY_NAME_INDEX = 'modalities_unit_name_lower_key';
-
 export interface ModalityFilter {
   tenantId?: string;
   unitId?: string;
@@ -81,9 +78,13 @@ export class ModalitiesRepository {
     return row;
   }
 
-  /** Throws the driver's unique violation when the aet or the name in the unit is taken meanwhile. */
-  async insert(values: Pick<Modality, 'tenant_id' | 'unit_id' | 'name' | 'aet' | 'ip_address'>): Promise<string> {
-    const { identifiers } = await this.dataSource.getRepository(Modality).insert(values);
-    return identifiers[0].id as string;
+  /** Null when the aet or the name in the unit is taken (ON CONFLICT settles races without an error). */
+  async insert(values: Pick<Modality, 'tenant_id' | 'unit_id' | 'name' | 'aet' | 'ip_address'>): Promise<string | null> {
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT DO NOTHING RETURNING id`,
+      [values.tenant_id, values.unit_id, values.name, values.aet, values.ip_address],
+    );
+    return rows[0]?.id ?? null;
   }
 }

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { Errors } from '../../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../../common/pagination';
-import { uniqueViolationOf } from '../../common/validation/unique-violation';
 import { ADMIN_PAGE_SIZE } from '../shared/responses';
 import { CreateModalityDto, ModalityDto, toModalityDto } from './modalities.dto';
-import { MODALITY_AET_INDEX, MODALITY_NAME_INDEX, ModalitiesRepository } from './modalities.repository';
+import { ModalitiesRepository } from './modalities.repository';
 
 export const MODALITY_NAME_TAKEN = 'A modality with that name already exists in this unit.';
 export const AET_TAKEN = 'The aet has already been taken.';
@@ -30,28 +29,27 @@ export class ModalitiesService {
     const unit = await this.modalities.findUnit(body.unit_id);
     // The contract answers a unit of another clinic like an unknown one.
     if (!unit || unit.tenant_id !== body.tenant_id) throw Errors.notFound('Unit');
-    const taken = await this.modalities.taken(body.unit_id, body.name, body.aet);
+    // Checked first for a complete answer (both fields); the insert settles concurrent requests.
+    await this.refuseTaken(body.unit_id, body.name, body.aet);
+    const id = await this.modalities.insert({
+      tenant_id: body.tenant_id,
+      unit_id: body.unit_id,
+      name: body.name,
+      aet: body.aet,
+      ip_address: body.ip_address,
+    });
+    if (!id) {
+      await this.refuseTaken(body.unit_id, body.name, body.aet);
+      throw Errors.fieldInvalid('aet', AET_TAKEN);
+    }
+    return toModalityDto((await this.modalities.findRow(id))!);
+  }
+
+  private async refuseTaken(unitId: string, name: string, aet: string): Promise<void> {
+    const taken = await this.modalities.taken(unitId, name, aet);
     const errors: Record<string, string[]> = {};
     if (taken.name) errors.name = [MODALITY_NAME_TAKEN];
     if (taken.aet) errors.aet = [AET_TAKEN];
     if (Object.keys(errors).length) throw Errors.validation(errors);
-    let id: string;
-    try {
-      id = await this.modalities.insert({
-        tenant_id: body.tenant_id,
-        unit_id: body.unit_id,
-        name: body.name,
-        aet: body.aet,
-        ip_address: body.ip_address,
-      });
-    } catch (error) {
-      // A concurrent request won the race the check above could not see.
-      const index = uniqueViolationOf(error);
-      if (index === MODALITY_AET_INDEX) throw Errors.fieldInvalid('aet', AET_TAKEN);
-      if (index === MODALITY_NAME_INDEX) throw Errors.fieldInvalid('name', MODALITY_NAME_TAKEN);
-      throw error;
-    }
-    const row = await this.modalities.findRow(id);
-    return toModalityDto(row!);
   }
 }

@@ -4,9 +4,6 @@ import { DataSource } from 'typeorm';
 import { likePattern } from '../../common/pagination';
 import { Tenant } from '../../database/entities';
 
-export const TENANT_NAME_INDEX = 'tenants_name_lower_key';
-export const TENANT_SLUG_INDEX = 'tenants_slug_key';
-
 @Injectable()
 export class TenantsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
@@ -38,11 +35,16 @@ export class TenantsRepository {
     return row;
   }
 
-  /** Throws the driver's unique violation when the name or slug is taken meanwhile. */
-  async insert(values: { name: string; slug: string; is_active: boolean }): Promise<Tenant> {
-    const repository = this.dataSource.getRepository(Tenant);
-    const { identifiers } = await repository.insert(values);
-    return repository.findOneByOrFail({ id: identifiers[0].id as string });
+  /**
+   * Null when the name or the slug is taken. ON CONFLICT waits for a concurrent insert of the same
+   * key and then skips, so the unique indexes settle every race without a failed (and logged) query.
+   */
+  async insert(values: { name: string; slug: string; is_active: boolean }): Promise<Tenant | null> {
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `INSERT INTO tenants (name, slug, is_active) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING id`,
+      [values.name, values.slug, values.is_active],
+    );
+    return rows[0] ? this.dataSource.getRepository(Tenant).findOneByOrFail({ id: rows[0].id }) : null;
   }
 
   /**

@@ -3,10 +3,9 @@ import { AccountStatusService } from '../../auth/account-status.service';
 import { Errors } from '../../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../../common/pagination';
 import { normaliseSlug, SLUG_MAX_LENGTH, slugFromName } from '../../common/validation/slug';
-import { uniqueViolationOf } from '../../common/validation/unique-violation';
 import { ADMIN_PAGE_SIZE } from '../shared/responses';
 import { CreateTenantDto, TenantDto, toTenantDto } from './tenants.dto';
-import { TENANT_NAME_INDEX, TENANT_SLUG_INDEX, TenantsRepository } from './tenants.repository';
+import { TenantsRepository } from './tenants.repository';
 
 export const TENANT_NAME_TAKEN = 'A clinic with that name already exists.';
 export const SLUG_TAKEN = 'The slug has already been taken.';
@@ -44,21 +43,22 @@ export class TenantsService {
 
   async create(body: CreateTenantDto): Promise<TenantDto> {
     const slug = requestedSlug(body.slug, body.name);
-    const taken = await this.tenants.taken(body.name, slug);
+    // Checked first for a complete answer (both fields); the insert settles concurrent requests.
+    await this.refuseTaken(body.name, slug);
+    const tenant = await this.tenants.insert({ name: body.name, slug, is_active: body.is_active ?? true });
+    if (!tenant) {
+      await this.refuseTaken(body.name, slug);
+      throw Errors.fieldInvalid('name', TENANT_NAME_TAKEN);
+    }
+    return toTenantDto(tenant);
+  }
+
+  private async refuseTaken(name: string, slug: string): Promise<void> {
+    const taken = await this.tenants.taken(name, slug);
     const errors: Record<string, string[]> = {};
     if (taken.name) errors.name = [TENANT_NAME_TAKEN];
     if (taken.slug) errors.slug = [SLUG_TAKEN];
     if (Object.keys(errors).length) throw Errors.validation(errors);
-    try {
-      const tenant = await this.tenants.insert({ name: body.name, slug, is_active: body.is_active ?? true });
-      return toTenantDto(tenant);
-    } catch (error) {
-      // A concurrent request won the race the check above could not see.
-      const index = uniqueViolationOf(error);
-      if (index === TENANT_NAME_INDEX) throw Errors.fieldInvalid('name', TENANT_NAME_TAKEN);
-      if (index === TENANT_SLUG_INDEX) throw Errors.fieldInvalid('slug', SLUG_TAKEN);
-      throw error;
-    }
   }
 
   async setStatus(id: string, isActive: boolean): Promise<TenantDto> {

@@ -5,9 +5,6 @@ import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { likePattern } from '../../common/pagination';
 import { Tenant, Unit } from '../../database/entities';
 
-export const UNIT_NAME_INDEX = 'units_tenant_name_lower_key';
-export const UNIT_SLUG_INDEX = 'units_slug_key';
-
 export interface UnitFilter {
   tenantId?: string;
   search?: string;
@@ -56,21 +53,22 @@ export class UnitsRepository {
   /**
    * Creates the unit with the tenant's current state (units follow their tenant). The tenant row
    * is share-locked so a concurrent status change either sees this unit or is seen by it.
-   * Null when the tenant does not exist; the driver's unique violation when name or slug is taken.
+   * 'conflict' when the name (in the tenant) or the slug is taken: ON CONFLICT waits for a
+   * concurrent insert of the same key and skips, so races end without a failed query.
    */
-  insert(values: { tenant_id: string; name: string; slug: string | null }): Promise<Unit | null> {
+  insert(values: { tenant_id: string; name: string; slug: string | null }): Promise<Unit | 'conflict' | 'no_tenant'> {
     return this.dataSource.transaction(async (manager) => {
-      const tenant = await manager
-        .getRepository(Tenant)
-        .createQueryBuilder('t')
-        .select(['t.id', 't.is_active'])
-        .where('t.id = :id', { id: values.tenant_id })
-        .setLock('pessimistic_read')
-        .getOne();
-      if (!tenant) return null;
-      const repository = manager.getRepository(Unit);
-      const { identifiers } = await repository.insert({ ...values, is_active: tenant.is_active });
-      return repository.findOneByOrFail({ id: identifiers[0].id as string });
+      const [tenant]: Array<{ is_active: boolean }> = await manager.query(
+        `SELECT is_active FROM tenants WHERE id = $1 FOR SHARE`,
+        [values.tenant_id],
+      );
+      if (!tenant) return 'no_tenant';
+      const rows: Array<{ id: string }> = await manager.query(
+        `INSERT INTO units (tenant_id, name, slug, is_active) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [values.tenant_id, values.name, values.slug, tenant.is_active],
+      );
+      return rows[0] ? manager.getRepository(Unit).findOneByOrFail({ id: rows[0].id }) : 'conflict';
     });
   }
 }

@@ -3,11 +3,10 @@ import { DataScope } from '../../common/auth/data-scope';
 import { Errors } from '../../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../../common/pagination';
 import { normaliseSlug, SLUG_MAX_LENGTH } from '../../common/validation/slug';
-import { uniqueViolationOf } from '../../common/validation/unique-violation';
 import { ADMIN_PAGE_SIZE } from '../shared/responses';
 import { SLUG_TAKEN } from '../tenants/tenants.service';
 import { CreateUnitDto, toUnitDto, UnitDto } from './units.dto';
-import { UNIT_NAME_INDEX, UNIT_SLUG_INDEX, UnitsRepository } from './units.repository';
+import { UnitsRepository } from './units.repository';
 
 export const UNIT_NAME_TAKEN = 'A unit with that name already exists for this clinic.';
 
@@ -44,22 +43,22 @@ export class UnitsService {
   async create(body: CreateUnitDto): Promise<UnitDto> {
     const slug = unitSlug(body.slug);
     if (!(await this.units.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
-    const taken = await this.units.taken(body.tenant_id, body.name, slug);
+    // Checked first for a complete answer (both fields); the insert settles concurrent requests.
+    await this.refuseTaken(body.tenant_id, body.name, slug);
+    const unit = await this.units.insert({ tenant_id: body.tenant_id, name: body.name, slug });
+    if (unit === 'no_tenant') throw Errors.notFound('Tenant');
+    if (unit === 'conflict') {
+      await this.refuseTaken(body.tenant_id, body.name, slug);
+      throw Errors.fieldInvalid('name', UNIT_NAME_TAKEN);
+    }
+    return toUnitDto(unit);
+  }
+
+  private async refuseTaken(tenantId: string, name: string, slug: string | null): Promise<void> {
+    const taken = await this.units.taken(tenantId, name, slug);
     const errors: Record<string, string[]> = {};
     if (taken.name) errors.name = [UNIT_NAME_TAKEN];
     if (taken.slug) errors.slug = [SLUG_TAKEN];
     if (Object.keys(errors).length) throw Errors.validation(errors);
-    let unit;
-    try {
-      unit = await this.units.insert({ tenant_id: body.tenant_id, name: body.name, slug });
-    } catch (error) {
-      // A concurrent request won the race the check above could not see.
-      const index = uniqueViolationOf(error);
-      if (index === UNIT_NAME_INDEX) throw Errors.fieldInvalid('name', UNIT_NAME_TAKEN);
-      if (index === UNIT_SLUG_INDEX) throw Errors.fieldInvalid('slug', SLUG_TAKEN);
-      throw error;
-    }
-    if (!unit) throw Errors.notFound('Tenant');
-    return toUnitDto(unit);
   }
 }

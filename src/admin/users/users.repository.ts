@@ -102,22 +102,48 @@ export class UsersRepository {
     return row.taken;
   }
 
-  /** is_super_admin is always false here: the API can never create a super admin. */
-  async insert(values: NewUser): Promise<string> {
-    const { identifiers } = await this.dataSource
-      .getRepository(User)
-      .insert({ ...values, is_super_admin: false });
-    return identifiers[0].id as string;
+  /**
+   * Null when the email is taken (ON CONFLICT waits for a concurrent insert of the same email and
+   * skips: no failed query, so no log line carrying the password hash). is_super_admin is always
+   * false: the API can never create a super admin.
+   */
+  async insert(values: NewUser): Promise<string | null> {
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `INSERT INTO users (tenant_id, unit_id, name, email, password, crm, signature, is_tenant_admin, is_active, is_super_admin)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, false)
+       ON CONFLICT DO NOTHING RETURNING id`,
+      [
+        values.tenant_id,
+        values.unit_id,
+        values.name,
+        values.email,
+        values.password,
+        values.crm,
+        values.signature,
+        values.is_tenant_admin,
+        values.is_active,
+      ],
+    );
+    return rows[0]?.id ?? null;
   }
 
-  /** Throws the driver's unique violation when the new email is taken meanwhile. */
-  async update(id: string, changes: UserChanges): Promise<void> {
-    await this.dataSource
-      .getRepository(User)
-      .createQueryBuilder()
-      .update()
-      .set({ ...changes, updated_at: () => 'now()' })
-      .where('id = :id', { id })
-      .execute();
+  /**
+   * Throws the driver's unique violation when the new email is taken meanwhile. The email goes in
+   * its own statement so that a failed (and logged) query carries nothing but the email and id.
+   */
+  update(id: string, changes: UserChanges): Promise<void> {
+    const { email, ...rest } = changes;
+    return this.dataSource.transaction(async (manager) => {
+      if (email !== undefined) {
+        await manager.query(`UPDATE users SET email = $2 WHERE id = $1`, [id, email]);
+      }
+      await manager
+        .getRepository(User)
+        .createQueryBuilder()
+        .update()
+        .set({ ...rest, updated_at: () => 'now()' })
+        .where('id = :id', { id })
+        .execute();
+    });
   }
 }

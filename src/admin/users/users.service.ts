@@ -40,23 +40,19 @@ export class UsersService {
     // Checked before hashing, so an obvious duplicate does not cost a bcrypt round.
     if (await this.users.emailTaken(body.email)) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
     const password = await bcrypt.hash(body.password, BCRYPT_ROUNDS);
-    let id: string;
-    try {
-      id = await this.users.insert({
-        tenant_id: body.tenant_id,
-        unit_id: body.unit_id,
-        name: body.name,
-        email: body.email,
-        password,
-        crm: body.crm ?? null,
-        signature: body.signature ?? null,
-        is_tenant_admin: body.is_tenant_admin ?? false,
-        is_active: body.is_active ?? true,
-      });
-    } catch (error) {
-      if (uniqueViolationOf(error) === USER_EMAIL_INDEX) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
-      throw error;
-    }
+    const id = await this.users.insert({
+      tenant_id: body.tenant_id,
+      unit_id: body.unit_id,
+      name: body.name,
+      email: body.email,
+      password,
+      crm: body.crm ?? null,
+      signature: body.signature ?? null,
+      is_tenant_admin: body.is_tenant_admin ?? false,
+      is_active: body.is_active ?? true,
+    });
+    // A concurrent request with the same email won the race.
+    if (!id) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
     return toAdminUserDto((await this.users.findRow(id))!);
   }
 
