@@ -20,7 +20,6 @@ export interface NewUser {
   unit_id: string;
   name: string;
   email: string;
-  password: string;
   crm: string | null;
   signature: string | null;
   is_tenant_admin: boolean;
@@ -103,28 +102,33 @@ export class UsersRepository {
   }
 
   /**
-   * Null when the email is taken (ON CONFLICT waits for a concurrent insert of the same email and
-   * skips: no failed query, so no log line carrying the password hash). is_super_admin is always
-   * false: the API can never create a super admin.
+   * Claims the email first and hashes the password only then, in one transaction: a concurrent
+   * insert of the same email waits on the uncommitted row and is skipped by ON CONFLICT, so losers
+   * of a race never pay for a bcrypt hash, no query fails (nothing is logged), and nobody ever sees
+   * the row without its hash. Null when the email is taken. is_super_admin is always false: the
+   * API can never create a super admin.
    */
-  async insert(values: NewUser): Promise<string | null> {
-    const rows: Array<{ id: string }> = await this.dataSource.query(
-      `INSERT INTO users (tenant_id, unit_id, name, email, password, crm, signature, is_tenant_admin, is_active, is_super_admin)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, false)
-       ON CONFLICT DO NOTHING RETURNING id`,
-      [
-        values.tenant_id,
-        values.unit_id,
-        values.name,
-        values.email,
-        values.password,
-        values.crm,
-        values.signature,
-        values.is_tenant_admin,
-        values.is_active,
-      ],
-    );
-    return rows[0]?.id ?? null;
+  insert(values: NewUser, hashPassword: () => Promise<string>): Promise<string | null> {
+    return this.dataSource.transaction(async (manager) => {
+      const rows: Array<{ id: string }> = await manager.query(
+        `INSERT INTO users (tenant_id, unit_id, name, email, password, crm, signature, is_tenant_admin, is_active, is_super_admin)
+         VALUES ($1, $2, $3, $4, '', $5, $6, $7, $8, false)
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [
+          values.tenant_id,
+          values.unit_id,
+          values.name,
+          values.email,
+          values.crm,
+          values.signature,
+          values.is_tenant_admin,
+          values.is_active,
+        ],
+      );
+      if (!rows[0]) return null;
+      await manager.query(`UPDATE users SET password = $2 WHERE id = $1`, [rows[0].id, await hashPassword()]);
+      return rows[0].id;
+    });
   }
 
   /**

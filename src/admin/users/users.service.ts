@@ -37,20 +37,20 @@ export class UsersService {
     const unit = await this.users.findUnit(body.unit_id);
     if (!unit) throw Errors.notFound('Unit');
     if (unit.tenant_id !== body.tenant_id) throw Errors.fieldInvalid('unit_id', UNIT_OUTSIDE_TENANT);
-    // Checked before hashing, so an obvious duplicate does not cost a bcrypt round.
     if (await this.users.emailTaken(body.email)) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
-    const password = await bcrypt.hash(body.password, BCRYPT_ROUNDS);
-    const id = await this.users.insert({
-      tenant_id: body.tenant_id,
-      unit_id: body.unit_id,
-      name: body.name,
-      email: body.email,
-      password,
-      crm: body.crm ?? null,
-      signature: body.signature ?? null,
-      is_tenant_admin: body.is_tenant_admin ?? false,
-      is_active: body.is_active ?? true,
-    });
+    const id = await this.users.insert(
+      {
+        tenant_id: body.tenant_id,
+        unit_id: body.unit_id,
+        name: body.name,
+        email: body.email,
+        crm: body.crm ?? null,
+        signature: body.signature ?? null,
+        is_tenant_admin: body.is_tenant_admin ?? false,
+        is_active: body.is_active ?? true,
+      },
+      () => bcrypt.hash(body.password, BCRYPT_ROUNDS),
+    );
     // A concurrent request with the same email won the race.
     if (!id) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
     return toAdminUserDto((await this.users.findRow(id))!);
