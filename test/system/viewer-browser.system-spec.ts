@@ -1,0 +1,392 @@
+/**
+ * The OHIF viewer in a real browser (Debian's chromium, driven by playwright-core), end to end
+ * through the shipped nginx: a device sends a study to a real Orthanc, whose webhook reaches the API,
+ * a worker indexes it, the user signs in and asks for a viewer token, and the viewer shows the image
+ * over DICOMweb, each request checked by the API's validator. Another tenant's study and an expired
+ * token show no image, and nginx logs the 403 / 401.
+ */
+import { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { existsSync, promises as fs } from 'fs';
+import { AddressInfo } from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { Browser, chromium, Page } from 'playwright-core';
+import sharp from 'sharp';
+import { WorkerModule } from '../../src/app.module';
+import { APP_CONFIG } from '../../src/config/config.module';
+import { viewerTokenKey } from '../../src/viewer/viewer.service';
+import { createTestApp, TestApp } from '../support/app';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
+import { NginxInstance, startNginx, VIEWER_ROOT } from '../support/nginx';
+import { delay, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { ROOT } from '../support/processes';
+
+jest.setTimeout(240_000);
+
+export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+const README_SCREENSHOT = path.join(ROOT, 'docs', 'viewer.png');
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+interface Site {
+  aet: string;
+  patientId: string;
+  token: string;
+  study: WrittenStudy;
+  studyId: string;
+}
+
+/** What the viewport's canvas holds, read from its pixels (not a page screenshot: no overlays). */
+interface CanvasImage {
+  png: Buffer;
+  width: number;
+  height: number;
+}
+
+describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the worker', () => {
+  let workDir: string;
+  let orthanc: OrthancInstance;
+  let nginx: NginxInstance;
+  let t: TestApp;
+  let worker: INestApplicationContext;
+  let browser: Browser;
+  let ours: Site;
+  let theirs: Site;
+
+  /** Through nginx, as the browser's page would. */
+  const api = async (method: string, url: string, token?: string, body?: unknown) => {
+    const response = await fetch(`${nginx.url}${url}`, {
+      method,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await response.text();
+    let json: any = text;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, body: json };
+  };
+
+  async function site(name: string, superToken: string): Promise<Site> {
+    const tenant = await createTenant(t.db, { name: `Clinic ${name} ${Date.now()}` });
+    const unit = await createUnit(t.db, tenant.id);
+    const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id });
+    const aet = `${name}_${Math.random().toString(36).slice(2, 8)}`.toUpperCase();
+    const modality = await api('POST', '/api/admin/modalities', superToken, {
+      tenant_id: tenant.id,
+      unit_id: unit.id,
+      name: `CT ${name}`,
+      aet,
+      ip_address: '127.0.0.1',
+    });
+    expect(modality.status).toBe(201);
+    const login = await api('POST', '/api/login', undefined, { email: user.email, password: TEST_PASSWORD });
+    expect(login.status).toBe(200);
+    const patientId = `${name}-1`;
+    const study = await writeStudy(path.join(workDir, name), {
+      patientId,
+      patientName: `${name}^PATIENT`,
+      studyDate: '20240115',
+      studyDescription: `Browser test ${name}`,
+      series: [{ modality: 'CT', seriesNumber: 1, manufacturer: 'ACME', instances: 3, rows: 256, columns: 256 }],
+    });
+    return { aet, patientId, token: login.body.access_token, study, studyId: '' };
+  }
+
+  /** Polls the API (as the site's user) until the study is listed and its series are indexed. */
+  async function waitUntilIndexed(s: Site): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const list = await api('GET', `/api/studies?search=${encodeURIComponent(s.patientId)}`, s.token);
+      const found = (list.body?.data ?? []).find((row: any) => row.study_instance_uid === s.study.studyInstanceUid);
+      if (found) {
+        const series = await api('GET', `/api/studies/${found.id}/series`, s.token);
+        if (series.status === 200 && series.body.length === 1 && series.body[0].instance_count === 3) {
+          s.studyId = found.id;
+          return;
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`study ${s.study.studyInstanceUid} not indexed within 60 s`);
+      await delay(250);
+    }
+  }
+
+  async function viewerToken(s: Site): Promise<string> {
+    const res = await api('POST', '/api/viewer/token', s.token, { study_id: s.studyId });
+    expect(res.status).toBe(200);
+    return res.body.token;
+  }
+
+  /** Opens the viewer on a study and waits until its network settles (or the time runs out). */
+  async function openViewer(studyUid: string, token: string): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> }> {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> = [];
+    page.on('response', (response) => {
+      if (response.url().includes('/dicom-web/')) {
+        dicomWeb.push({ url: response.url(), status: response.status(), auth: response.request().headers().authorization });
+      }
+    });
+    await page.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${encodeURIComponent(studyUid)}&token=${encodeURIComponent(token)}`);
+    return { page, dicomWeb };
+  }
+
+  /** The first viewport canvas with a non-blank image, polled; null when none shows up in time. */
+  async function viewportImage(page: Page, timeoutMs: number): Promise<CanvasImage | null> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const dataUrls: string[] = await page.evaluate(() =>
+        Array.from(document.querySelectorAll('canvas.cornerstone-canvas'))
+          .map((canvas) => (canvas as HTMLCanvasElement).toDataURL('image/png'))
+          .filter((url) => url.startsWith('data:image/png')),
+      );
+      for (const url of dataUrls) {
+        const png = Buffer.from(url.slice(url.indexOf(',') + 1), 'base64');
+        const { width, height } = await sharp(png).metadata();
+        const stats = await sharp(png).removeAlpha().stats();
+        if (width && height && stats.channels[0].max - stats.channels[0].min > 100) return { png, width, height };
+      }
+      await delay(500);
+    }
+    return null;
+  }
+
+  beforeAll(async () => {
+    if (!existsSync(path.join(VIEWER_ROOT, 'index.html'))) {
+      throw new Error(`the OHIF viewer is not installed in ${VIEWER_ROOT}: run \`node viewer/install.js\``);
+    }
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-browser-'));
+    await fs.mkdir(ARTIFACTS, { recursive: true });
+
+    const [apiPort, orthancHttp, orthancDicom] = await Promise.all([getFreePort(), getFreePort(), getFreePort()]);
+    const env = {
+      QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_browser`,
+      IMGSRV_URL: `http://127.0.0.1:${orthancHttp}`,
+      IMGSRV_USERNAME: 'svc',
+      IMGSRV_PASSWORD: 'svc-browser-password',
+      RECONCILE_INTERVAL: '0',
+      TRUST_PROXY: '127.0.0.1',
+    };
+    t = await createTestApp(env);
+    await t.app.listen(apiPort, '127.0.0.1');
+    // The worker process's module, in this process (it registers no passport strategy).
+    const workerRef = await Test.createTestingModule({ imports: [WorkerModule] })
+      .overrideProvider(APP_CONFIG)
+      .useValue(t.config)
+      .compile();
+    worker = await workerRef.init();
+    orthanc = await startOrthanc({
+      username: env.IMGSRV_USERNAME,
+      password: env.IMGSRV_PASSWORD,
+      httpPort: orthancHttp,
+      dicomPort: orthancDicom,
+      stableAge: 2,
+      webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
+      webhookSecret: t.config.WEBHOOK_SECRET,
+    });
+    nginx = await startNginx({
+      apiPort: (t.app.getHttpServer().address() as AddressInfo).port,
+      orthancPort: orthanc.httpPort,
+      orthancUser: orthanc.username,
+      orthancPassword: orthanc.password,
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+
+    const superAdmin = await createSuperAdminUser(t.db, t.http);
+    [ours, theirs] = [await site('OURS', superAdmin.token), await site('THEIRS', superAdmin.token)];
+    await sendWithStorescu(ours.study.files, { aet: ours.aet, port: orthanc.dicomPort });
+    await sendWithStorescu(theirs.study.files, { aet: theirs.aet, port: orthanc.dicomPort });
+    await Promise.all([waitUntilIndexed(ours), waitUntilIndexed(theirs)]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await nginx?.stop();
+    await worker?.close();
+    await t?.close();
+    await orthanc?.destroy();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  it('shows the study sent by the device: the viewport holds the generated image', async () => {
+    const token = await viewerToken(ours);
+    const { page, dicomWeb } = await openViewer(ours.study.studyInstanceUid, token);
+    try {
+      const image = await viewportImage(page, 60_000);
+      await skipTour(page);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'viewer.png') });
+      expect(image).not.toBeNull();
+      await fs.writeFile(path.join(ARTIFACTS, 'viewer-canvas.png'), image!.png);
+
+      // The image's own pattern: a bright square near the top-left corner over a diagonal gradient
+      // that is black at the top-left and brightest at the bottom-right.
+      const { data, info } = await sharp(image!.png).removeAlpha().greyscale().raw().toBuffer({ resolveWithObject: true });
+      const at = (x: number, y: number) => data[y * info.width + x];
+      let [minX, minY, maxX, maxY] = [info.width, info.height, -1, -1];
+      for (let y = 0; y < info.height; y++) {
+        for (let x = 0; x < info.width; x++) {
+          if (at(x, y) > 12) [minX, minY, maxX, maxY] = [Math.min(minX, x), Math.min(minY, y), Math.max(maxX, x), Math.max(maxY, y)];
+        }
+      }
+      const [w, h] = [maxX - minX + 1, maxY - minY + 1];
+      expect(w).toBeGreaterThan(100);
+      // Square pixels in, square image out (the viewport keeps the aspect ratio).
+      expect(Math.abs(w - h) / Math.max(w, h)).toBeLessThan(0.1);
+      const mean = (fx: number, fy: number) => {
+        let sum = 0;
+        let n = 0;
+        const [x0, y0] = [minX + Math.floor(fx * w), minY + Math.floor(fy * h)];
+        for (let y = y0; y < y0 + Math.floor(h / 10); y++) for (let x = x0; x < x0 + Math.floor(w / 10); x++) (sum += at(x, y)), n++;
+        return sum / n;
+      };
+      const topRight = mean(0.85, 0.05);
+      const bottomLeft = mean(0.05, 0.85);
+      const bottomRight = mean(0.85, 0.85);
+      const centre = mean(0.45, 0.45);
+      expect(bottomRight).toBeGreaterThan(topRight + 25);
+      expect(Math.abs(topRight - bottomLeft)).toBeLessThan(20);
+      expect(bottomRight).toBeGreaterThan(centre);
+      let brightest = 0;
+      for (let y = minY; y < minY + Math.floor(h / 2); y++) for (let x = minX; x < minX + Math.floor(w / 2); x++) brightest = Math.max(brightest, at(x, y));
+      expect(brightest).toBeGreaterThan(bottomRight + 60);
+
+      // Every DICOMweb request carried the token as a bearer; those of the study were let through.
+      const uid = ours.study.studyInstanceUid;
+      const ofStudy = dicomWeb.filter((r) => r.url.includes(uid));
+      expect(ofStudy.length).toBeGreaterThan(2);
+      expect(dicomWeb.every((r) => r.auth === `Bearer ${token}`)).toBe(true);
+      expect(ofStudy.filter((r) => r.status !== 200)).toEqual([]);
+      expect(ofStudy.some((r) => /\/frames\/|\/rendered|\/bulkdata|\/metadata/.test(r.url))).toBe(true);
+      // The study browser also searches the patient's other studies (a QIDO query without a study
+      // UID): the token opens one study, so the proxy refuses that search and nothing else.
+      for (const refused of dicomWeb.filter((r) => r.status !== 200)) {
+        expect(refused.status).toBe(403);
+        expect(refused.url).toMatch(/\/dicom-web\/studies\?/);
+        expect(refused.url).not.toContain(uid);
+      }
+      const logged = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      expect(logged.length).toBe(ofStudy.length);
+      expect(logged.every((line) => / 200 /.test(line))).toBe(true);
+
+      // The README's picture is refreshed on request only, so that test runs leave the tree clean.
+      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(README_SCREENSHOT)) {
+        await fs.mkdir(path.dirname(README_SCREENSHOT), { recursive: true });
+        await fs.copyFile(path.join(ARTIFACTS, 'viewer.png'), README_SCREENSHOT);
+      }
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("shows nothing for another tenant's study with our token, and nginx logs the 403", async () => {
+    const token = await viewerToken(ours);
+    const uid = theirs.study.studyInstanceUid;
+    const { page, dicomWeb } = await openViewer(uid, token);
+    try {
+      await waitFor(() => dicomWeb.some((r) => r.status === 403), 30_000);
+      expect(await viewportImage(page, 5_000)).toBeNull();
+      await page.screenshot({ path: path.join(ARTIFACTS, 'viewer-other-tenant.png') });
+      expect(dicomWeb.filter((r) => r.status === 200)).toEqual([]);
+      const denied = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      expect(denied.length).toBeGreaterThan(0);
+      expect(denied.every((line) => / 403 /.test(line))).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows nothing with an expired viewer token, and nginx logs the 401', async () => {
+    const token = await viewerToken(ours);
+    // Expired as Redis expires it: the token's key reaches its TTL.
+    await t.redis.pexpire(viewerTokenKey(token), 1);
+    await delay(20);
+    const uid = ours.study.studyInstanceUid;
+    const { page, dicomWeb } = await openViewer(uid, token);
+    try {
+      await waitFor(() => dicomWeb.some((r) => r.status === 401), 30_000);
+      expect(await viewportImage(page, 5_000)).toBeNull();
+      await page.screenshot({ path: path.join(ARTIFACTS, 'viewer-expired.png') });
+      expect(dicomWeb.filter((r) => r.status === 200)).toEqual([]);
+      const lines = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      expect(lines.some((line) => / 401 /.test(line))).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  describe('viewer tokens and user tokens do not stand in for each other', () => {
+    const series = () => `/dicom-web/studies/${ours.study.studyInstanceUid}/series`;
+
+    it('takes the viewer token as X-Viewer-Token or as a bearer at the proxy', async () => {
+      const token = await viewerToken(ours);
+      for (const headers of [{ 'x-viewer-token': token }, { authorization: `Bearer ${token}` }] as Array<Record<string, string>>) {
+        const res = await fetch(`${nginx.url}${series()}`, { headers });
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as unknown[]).length).toBe(1);
+      }
+    });
+
+    it('prefers X-Viewer-Token over the bearer when both are sent', async () => {
+      const token = await viewerToken(ours);
+      const res = await fetch(`${nginx.url}${series()}`, { headers: { 'x-viewer-token': 'not-a-token', authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(401);
+    });
+
+    it('refuses a user access token at the proxy, in either header', async () => {
+      for (const headers of [{ 'x-viewer-token': ours.token }, { authorization: `Bearer ${ours.token}` }] as Array<Record<string, string>>) {
+        const res = await fetch(`${nginx.url}${series()}`, { headers });
+        expect(res.status).toBe(401);
+      }
+      // What the validator told nginx (nginx answers the client with its own 401 page).
+      const verdict = await t.http.get('/api/viewer/token/validate', {
+        headers: { 'x-viewer-token': ours.token, 'x-original-uri': series() },
+      });
+      expect(verdict.status).toBe(401);
+      expect(verdict.body).toEqual({ error: 'Invalid or expired token' });
+    });
+
+    it('refuses a viewer token as a user token on the API', async () => {
+      const token = await viewerToken(ours);
+      for (const url of ['/api/me', '/api/studies', `/api/studies/${ours.studyId}`]) {
+        const res = await api('GET', url, token);
+        expect({ url, status: res.status, body: res.body }).toEqual({ url, status: 401, body: { message: 'Unauthenticated.' } });
+      }
+      const cookie = await fetch(`${nginx.url}/api/me`, { headers: { cookie: `pacs_access_token=${token}` } });
+      expect(cookie.status).toBe(401);
+    });
+  });
+});
+
+/** OHIF's first-visit tour covers the viewport: dismissed for the screenshot. */
+async function skipTour(page: Page): Promise<void> {
+  const skip = page.getByText('Skip all', { exact: true });
+  if (await skip.isVisible().catch(() => false)) {
+    await skip.click();
+    await page.waitForTimeout(300);
+  }
+}
+
+async function waitFor(probe: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await delay(200);
+  }
+}
