@@ -7,7 +7,8 @@ import { JobMetricsRecorder } from '../../src/operations/metrics/job-metrics.rec
 import { MetricsService } from '../../src/operations/metrics/metrics.service';
 import { createTestApp, TestApp } from '../support/app';
 import { delay } from '../support/orthanc';
-import { createSuperAdminUser } from '../support/factories';
+import { createStudy } from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser } from '../support/factories';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -171,6 +172,43 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       expect(delta('pacs_viewer_validations_total', { result: 'missing_token' })).toBe(1);
       expect(delta('pacs_viewer_validation_cache_total', { result: 'hit' })).toBe(2);
       expect(delta('pacs_viewer_validation_cache_total', { result: 'miss' })).toBe(1);
+    });
+  });
+
+  describe('viewer validations through the validate endpoint', () => {
+    it('moves the validation counters and the study-lookup cache counters', async () => {
+      const clinic = await createClinic(t.db, t.http);
+      const other = await createClinic(t.db, t.http);
+      const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const foreign = await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
+      const issued = await t.http.post('/api/viewer/token', { token: clinic.token1, body: { study_id: study.id } });
+      expect(issued.status).toBe(200);
+      const validate = (token: string | undefined, uid: string) =>
+        t.http.get('/api/viewer/token/validate', {
+          headers: { ...(token ? { 'x-viewer-token': token } : {}), 'x-original-uri': `/dicom-web/studies/${uid}/series` },
+        });
+
+      const before = await scrape();
+      expect((await validate(issued.body.token, study.study_instance_uid)).status).toBe(200);
+      expect((await validate(issued.body.token, study.study_instance_uid)).status).toBe(200);
+      expect((await validate(issued.body.token, foreign.study_instance_uid)).status).toBe(403);
+      expect((await validate(undefined, study.study_instance_uid)).status).toBe(401);
+      expect((await validate(randomUUID(), study.study_instance_uid)).status).toBe(401);
+      const after = await scrape();
+
+      const delta = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels);
+      expect(delta('pacs_viewer_validations_total', { result: 'allowed' })).toBe(2);
+      expect(delta('pacs_viewer_validations_total', { result: 'forbidden' })).toBe(1);
+      expect(delta('pacs_viewer_validations_total', { result: 'missing_token' })).toBe(1);
+      expect(delta('pacs_viewer_validations_total', { result: 'invalid_token' })).toBe(1);
+      // Three validations looked a study up: the issued study is cached from the start.
+      const lookups = delta('pacs_viewer_validation_cache_total', { result: 'hit' }) + delta('pacs_viewer_validation_cache_total', { result: 'miss' });
+      expect(lookups).toBe(3);
+      expect(delta('pacs_viewer_validation_cache_total', { result: 'hit' })).toBeGreaterThanOrEqual(2);
+      const route = { method: 'GET', route: '/api/viewer/token/validate' };
+      expect(delta('pacs_http_requests_total', { ...route, status_code: '200' })).toBe(2);
+      expect(delta('pacs_http_requests_total', { ...route, status_code: '401' })).toBe(2);
+      expect(delta('pacs_http_requests_total', { ...route, status_code: '403' })).toBe(1);
     });
   });
 
