@@ -1,0 +1,548 @@
+/**
+ * `npm run bench [-- --database pacs_bench --duration 8 --only list,search --dist <dir> --no-build]`
+ *
+ * Builds the service (tsc with tsconfig.build.json into bench/results/dist, so a running test's
+ * dist/ is never swapped under it), starts `node <dist>/src/main.js` on a free port against the
+ * seeded database, and a bare Node http server as the reference. Every endpoint is then driven with
+ * autocannon at 1 and at 32 connections; the table and a JSON file go to bench/results/ and the
+ * table into bench/README.md.
+ */
+import autocannon from 'autocannon';
+import { spawnSync } from 'child_process';
+import { Command } from 'commander';
+import { randomBytes } from 'crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'fs';
+import { cpus, loadavg, totalmem } from 'os';
+import { join, relative } from 'path';
+import { Client } from 'pg';
+import { DEFAULT_BENCH_DATABASE, databaseUrl } from './lib/db';
+import { Child, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
+import { markdownTable, percentile, round, textTable } from './lib/stats';
+
+const ROOT = join(__dirname, '..');
+const RESULTS = join(__dirname, 'results');
+const PASSWORD = 'bench-password';
+const QUEUE_PREFIX = 'pacs-bench';
+
+/** Name fragments a receptionist types: common and rare surnames, first names, partial words. */
+const SEARCH_FRAGMENTS = [
+  'silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'jose', 'costa', 'almeida', 'lima',
+  'gomes', 'rocha', 'ana p', 'joão', 'pereira', 'marti', 'barbosa', 'nasc', 'cavalcanti', 'zanetti',
+  'nakamura', 'quintanilha', 'yamamoto', 'wanderley',
+];
+
+interface Options {
+  database: string;
+  duration: number;
+  warmup: number;
+  connections: string;
+  only?: string;
+  dist?: string;
+  build: boolean;
+  readme: boolean;
+}
+
+interface Fixtures {
+  tenantId: string;
+  tenantName: string;
+  tenantStudies: number;
+  adminEmail: string;
+  studyId: string;
+  studyUid: string;
+  seriesCount: number;
+  bigSeriesId: string | null;
+  bigSeriesInstances: number;
+  database: { studies: number; series: number; patients: number; tenants: number; instances: number };
+  postgres: string;
+}
+
+interface Scenario {
+  key: string;
+  label: string;
+  method: 'GET' | 'POST';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Changes each request (a rotating search, a distinct client address). */
+  setupRequest?: (request: autocannon.Request) => autocannon.Request;
+  /** Why it cannot run, when known before the probe. */
+  unavailable?: string;
+}
+
+interface Measured {
+  key: string;
+  label: string;
+  connections: number;
+  status: 'ok' | 'n/a';
+  note?: string;
+  requests?: number;
+  rps?: number;
+  p50?: number;
+  p99?: number;
+  max?: number;
+  errors?: number;
+  statuses?: Record<string, number>;
+  ratio?: number;
+  peakRssMb?: number;
+}
+
+// ---- setup -----------------------------------------------------------------------------------------
+
+function build(outDir: string): string {
+  console.log(`Building the service into ${relative(ROOT, outDir)} (tsc -p tsconfig.build.json) ...`);
+  const started = Date.now();
+  const result = spawnSync(
+    process.execPath,
+    [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir, '--incremental', 'false'],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
+  const mainJs = join(outDir, 'src', 'main.js');
+  if (result.status !== 0) {
+    // Others' work in progress may not type-check; the emitted JavaScript still runs.
+    if (!existsSync(mainJs)) throw new Error('build failed');
+    console.warn(`tsc reported errors (exit ${result.status}); running the emitted JavaScript anyway.`);
+  }
+  console.log(`  built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return mainJs;
+}
+
+async function loadFixtures(url: string): Promise<Fixtures> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    const one = async <T>(sql: string, params: unknown[] = []): Promise<T> => (await db.query(sql, params)).rows[0] as T;
+    const tenant = await one<{ id: string; name: string; n: string } | undefined>(
+      `SELECT t.id, t.name, c.n FROM (SELECT tenant_id, count(*) AS n FROM studies GROUP BY tenant_id ORDER BY n DESC LIMIT 1) c
+         JOIN tenants t ON t.id = c.tenant_id`,
+    );
+    if (!tenant) throw new Error(`no studies in ${url}: run \`npm run bench:seed\` first`);
+    const admin = await one<{ email: string } | undefined>(
+      `SELECT email FROM users WHERE tenant_id = $1 AND is_tenant_admin AND is_active ORDER BY email LIMIT 1`,
+      [tenant.id],
+    );
+    if (!admin) throw new Error(`the largest tenant has no active tenant admin`);
+    const study = await one<{ id: string; study_instance_uid: string; n: string }>(
+      `SELECT s.id, s.study_instance_uid, (SELECT count(*) FROM series se WHERE se.study_id = s.id) AS n
+         FROM studies s WHERE s.tenant_id = $1 AND s.patient_uuid IS NOT NULL
+        ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1`,
+      [tenant.id],
+    );
+    const big = await one<{ series_id: string; n: string } | undefined>(
+      `SELECT i.series_id, count(*) AS n FROM instances i
+         JOIN series se ON se.id = i.series_id JOIN studies s ON s.id = se.study_id
+        WHERE s.tenant_id = $1 GROUP BY i.series_id ORDER BY n DESC LIMIT 1`,
+      [tenant.id],
+    );
+    const sizes = await one<Record<string, string>>(
+      `SELECT (SELECT count(*) FROM studies) AS studies, (SELECT count(*) FROM series) AS series,
+              (SELECT count(*) FROM patients) AS patients, (SELECT count(*) FROM tenants) AS tenants,
+              (SELECT count(*) FROM instances) AS instances`,
+    );
+    const version = await one<{ v: string }>(`SELECT current_setting('server_version') AS v`);
+    return {
+      tenantId: tenant.id,
+      tenantName: tenant.name,
+      tenantStudies: Number(tenant.n),
+      adminEmail: admin.email,
+      studyId: study.id,
+      studyUid: study.study_instance_uid,
+      seriesCount: Number(study.n),
+      bigSeriesId: big?.series_id ?? null,
+      bigSeriesInstances: Number(big?.n ?? 0),
+      database: {
+        studies: Number(sizes.studies),
+        series: Number(sizes.series),
+        patients: Number(sizes.patients),
+        tenants: Number(sizes.tenants),
+        instances: Number(sizes.instances),
+      },
+      postgres: version.v,
+    };
+  } finally {
+    await db.end();
+  }
+}
+
+/** Client addresses for the login benchmark: one per request, so the per-IP limit never trips. */
+function addressSource(): () => string {
+  let n = randomBytes(2).readUInt16BE(0) << 8;
+  return () => {
+    n = (n + 1) % 0xffffff;
+    return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+  };
+}
+
+async function login(base: string, email: string, nextAddress: () => string): Promise<string> {
+  const response = await fetch(`${base}/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': nextAddress() },
+    body: JSON.stringify({ email, password: PASSWORD }),
+  });
+  const body = (await response.json()) as { access_token?: string };
+  if (response.status !== 200 || !body.access_token) {
+    throw new Error(`login as ${email} failed: ${response.status} ${JSON.stringify(body)}`);
+  }
+  return body.access_token;
+}
+
+/** True when Nest answered that no route matches (the endpoint is not built yet). */
+function isMissingRoute(status: number, text: string): boolean {
+  return status === 404 && /Cannot (GET|POST|PUT|PATCH|DELETE) /.test(text);
+}
+
+async function probe(base: string, s: Scenario): Promise<{ status: number; text: string }> {
+  let request: autocannon.Request = { method: s.method, path: s.path, headers: { ...s.headers }, body: s.body };
+  if (s.setupRequest) request = s.setupRequest(request);
+  const response = await fetch(`${base}${request.path}`, {
+    method: request.method,
+    headers: request.headers as Record<string, string>,
+    body: request.body as string | undefined,
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+async function viewerToken(base: string, token: string, studyId: string): Promise<{ token?: string; missing?: string }> {
+  const response = await fetch(`${base}/api/viewer/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ study_id: studyId }),
+  });
+  const text = await response.text();
+  if (isMissingRoute(response.status, text)) return { missing: 'n/a (not built)' };
+  if (response.status !== 200) return { missing: `viewer token: ${response.status} ${text.slice(0, 120)}` };
+  return { token: (JSON.parse(text) as { token: string }).token };
+}
+
+function scenarios(fx: Fixtures, token: string, viewer: { token?: string; missing?: string }): Scenario[] {
+  const auth = { authorization: `Bearer ${token}` };
+  let searchIndex = 0;
+  const nextAddress = addressSource();
+  return [
+    { key: 'bare', label: 'bare node http (reference)', method: 'GET', path: '/' },
+    { key: 'list', label: 'studies list, page 1', method: 'GET', path: '/api/studies', headers: auth },
+    { key: 'page1000', label: 'studies list, page 1,000', method: 'GET', path: '/api/studies?page=1000', headers: auth },
+    {
+      key: 'search',
+      label: `studies search (${SEARCH_FRAGMENTS.length} name fragments)`,
+      method: 'GET',
+      path: '/api/studies?search=silva',
+      headers: auth,
+      setupRequest: (request) => {
+        const fragment = SEARCH_FRAGMENTS[searchIndex++ % SEARCH_FRAGMENTS.length];
+        return { ...request, path: `/api/studies?search=${encodeURIComponent(fragment)}` };
+      },
+    },
+    { key: 'patients', label: 'patients list, page 1', method: 'GET', path: '/api/patients', headers: auth },
+    { key: 'detail', label: 'study detail', method: 'GET', path: `/api/studies/${fx.studyId}`, headers: auth },
+    { key: 'series', label: `series list (${fx.seriesCount} series)`, method: 'GET', path: `/api/studies/${fx.studyId}/series`, headers: auth },
+    {
+      key: 'instances',
+      label: `instances list (${fx.bigSeriesInstances} instances)`,
+      method: 'GET',
+      path: `/api/series/${fx.bigSeriesId}/instances`,
+      headers: auth,
+      unavailable: fx.bigSeriesId ? undefined : 'no series with instances in the seed',
+    },
+    {
+      key: 'login',
+      label: 'login (bcrypt cost 10, distinct X-Forwarded-For)',
+      method: 'POST',
+      path: '/api/login',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: fx.adminEmail, password: PASSWORD }),
+      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'x-forwarded-for': nextAddress() } }),
+    },
+    {
+      key: 'validate',
+      label: 'viewer token validate',
+      method: 'GET',
+      path: '/api/viewer/token/validate',
+      headers: { 'x-viewer-token': viewer.token ?? '', 'x-original-uri': `/dicom-web/studies/${fx.studyUid}/series` },
+      unavailable: viewer.missing,
+    },
+  ];
+}
+
+// ---- measuring -------------------------------------------------------------------------------------
+
+async function drive(
+  base: string,
+  s: Scenario,
+  connections: number,
+  duration: number,
+): Promise<{ result: autocannon.Result; latencies: number[]; statuses: Record<string, number> }> {
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  const instance = autocannon(
+    {
+      url: base,
+      connections,
+      duration,
+      timeout: 10,
+      requests: [
+        {
+          method: s.method,
+          path: s.path,
+          headers: s.headers,
+          body: s.body,
+          // autocannon's defaults are replaced key by key: an undefined setupRequest would erase its own.
+          ...(s.setupRequest ? { setupRequest: s.setupRequest } : {}),
+        },
+      ],
+    },
+    () => undefined,
+  );
+  instance.on('response', (_client, statusCode: number, _bytes: number, responseTime: number) => {
+    latencies.push(responseTime);
+    statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
+  });
+  const result = await new Promise<autocannon.Result>((resolve) => instance.on('done', resolve));
+  return { result, latencies, statuses };
+}
+
+async function measure(
+  base: string,
+  s: Scenario,
+  connections: number,
+  duration: number,
+  memory?: ReturnType<typeof rssSampler>,
+): Promise<Measured> {
+  memory?.resetPeak();
+  const { result, latencies, statuses } = await drive(base, s, connections, duration);
+  latencies.sort((a, b) => a - b);
+  const completed = latencies.length;
+  const non2xx = Object.entries(statuses)
+    .filter(([code]) => !code.startsWith('2'))
+    .reduce((sum, [, n]) => sum + n, 0);
+  return {
+    key: s.key,
+    label: s.label,
+    connections,
+    status: 'ok',
+    requests: completed,
+    rps: round(completed / result.duration, 0),
+    p50: round(percentile(latencies, 50, true), 2),
+    p99: round(percentile(latencies, 99, true), 2),
+    max: round(latencies[latencies.length - 1] ?? NaN, 1),
+    errors: non2xx + result.errors + result.timeouts,
+    statuses,
+    peakRssMb: memory ? round(memory.peak(), 0) : undefined,
+  };
+}
+
+// ---- reporting -------------------------------------------------------------------------------------
+
+interface Target {
+  name: string;
+  met: boolean;
+  measured: string;
+}
+
+function targets(rows: Measured[], peakRssMb: number): Target[] {
+  const at = (key: string, connections: number) => rows.find((r) => r.key === key && r.connections === connections);
+  const latency = (key: string, connections: number, limit: number, name: string): Target => {
+    const row = at(key, connections);
+    return row?.status === 'ok'
+      ? { name, met: (row.p99 ?? Infinity) < limit && row.errors === 0, measured: `p99 ${row.p99} ms` }
+      : { name, met: false, measured: row?.note ?? 'not measured' };
+  };
+  const validate = [1, 32].map((c) => at('validate', c));
+  const errors = rows.filter((r) => r.status === 'ok').reduce((sum, r) => sum + (r.errors ?? 0), 0);
+  return [
+    latency('list', 32, 50, 'studies list page 1, p99 < 50 ms at 32 connections'),
+    latency('search', 32, 50, 'studies search, p99 < 50 ms at 32 connections'),
+    latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
+    {
+      name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
+      met: validate.every((r) => r?.status === 'ok' && (r.ratio ?? 0) >= 0.5),
+      measured: validate.map((r) => (r?.status === 'ok' ? `${Math.round((r.ratio ?? 0) * 100)}%` : r?.note ?? '-')).join(' / '),
+    },
+    { name: 'API peak RSS < 300 MB', met: peakRssMb < 300, measured: `${Math.round(peakRssMb)} MB` },
+    { name: 'zero errors (non-2xx, socket errors, timeouts)', met: errors === 0, measured: `${errors}` },
+  ];
+}
+
+function tableRows(rows: Measured[]): string[][] {
+  return rows.map((r) =>
+    r.status === 'ok'
+      ? [
+          r.label,
+          String(r.connections),
+          String(r.rps),
+          (r.p50 ?? 0).toFixed(2),
+          (r.p99 ?? 0).toFixed(2),
+          String(r.errors),
+          r.key === 'bare' ? '1.00' : (r.ratio ?? 0).toFixed(2),
+          String(r.peakRssMb ?? ''),
+        ]
+      : [r.label, String(r.connections), r.note ?? 'n/a', '', '', '', '', ''],
+  );
+}
+
+const HEADER = ['endpoint', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'x bare', 'API RSS MB'];
+
+function machine(fx: Fixtures) {
+  return {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model ?? 'unknown',
+    memory_gb: round(totalmem() / 1024 ** 3, 1),
+    node: process.version,
+    postgres: fx.postgres,
+    load_average_at_start: loadavg().map((x) => round(x, 2)),
+  };
+}
+
+function updateReadme(markdown: string): void {
+  const readme = join(__dirname, 'README.md');
+  if (!existsSync(readme)) return;
+  const text = readFileSync(readme, 'utf8');
+  const start = '<!-- bench:results:start -->';
+  const end = '<!-- bench:results:end -->';
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  if (from < 0 || to < from) return;
+  writeFileSync(readme, `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`);
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const options = new Command('bench')
+    .option('--database <name>', 'the seeded database', DEFAULT_BENCH_DATABASE)
+    .option('--duration <s>', 'seconds per measurement', (v) => Number(v), 8)
+    .option('--warmup <s>', 'seconds of untimed load before each endpoint', (v) => Number(v), 2)
+    .option('--connections <list>', 'connection counts', '1,32')
+    .option('--only <keys>', 'comma-separated scenario keys (bare is always measured)')
+    .option('--dist <dir>', 'run an existing build (a directory holding src/main.js) instead of building')
+    .option('--no-build', 'reuse bench/results/dist from the previous run')
+    .option('--no-readme', 'do not write the table into bench/README.md')
+    .parse(process.argv)
+    .opts<Options>();
+  const connectionCounts = options.connections.split(',').map(Number);
+  const url = databaseUrl(options.database);
+  const fx = await loadFixtures(url);
+  const outDir = join(RESULTS, 'dist');
+  const mainJs = options.dist
+    ? join(options.dist, 'src', 'main.js')
+    : options.build
+      ? build(outDir)
+      : join(outDir, 'src', 'main.js');
+
+  const children: Child[] = [];
+  const cleanup = async () => {
+    await Promise.all(children.map((c) => c.stop()));
+  };
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  try {
+    const bare = await startBareServer();
+    children.push(bare);
+    const api = await startApi(mainJs, {
+      NODE_ENV: 'production',
+      DATABASE_URL: url,
+      LOG_LEVEL: 'warn',
+      TRUST_PROXY: '127.0.0.1',
+      QUEUE_PREFIX,
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      WEBHOOK_SECRET: randomBytes(16).toString('hex'),
+      METRICS_TOKEN: randomBytes(16).toString('hex'),
+    });
+    children.push(api);
+    const pid = api.process.pid as number;
+    const memory = rssSampler(pid);
+    console.log(`API pid ${pid} at ${api.url} (RSS at start ${Math.round(memoryOf(pid)?.rssMb ?? 0)} MB); bare server at ${bare.url}`);
+    console.log(
+      `Largest tenant "${fx.tenantName}": ${fx.tenantStudies} studies of ${fx.database.studies}; tenant admin ${fx.adminEmail}`,
+    );
+
+    const token = await login(api.url, fx.adminEmail, addressSource());
+    const viewer = await viewerToken(api.url, token, fx.studyId);
+    const wanted = options.only ? new Set(['bare', ...options.only.split(',')]) : null;
+    const all = scenarios(fx, token, viewer).filter((s) => !wanted || wanted.has(s.key));
+
+    const rows: Measured[] = [];
+    const bareRate = new Map<number, number>();
+    for (const s of all) {
+      const base = s.key === 'bare' ? bare.url : api.url;
+      let unavailable = s.unavailable;
+      if (!unavailable) {
+        const answer = await probe(base, s);
+        if (isMissingRoute(answer.status, answer.text)) unavailable = 'n/a (not built)';
+        else if (answer.status >= 300) console.warn(`  ${s.label}: probe answered ${answer.status} ${answer.text.slice(0, 200)}`);
+      }
+      if (unavailable) {
+        console.log(`${s.label}: ${unavailable}`);
+        for (const c of connectionCounts) rows.push({ key: s.key, label: s.label, connections: c, status: 'n/a', note: unavailable });
+        continue;
+      }
+      if (options.warmup > 0) await drive(base, s, 8, options.warmup);
+      for (const c of connectionCounts) {
+        const row = await measure(base, s, c, options.duration, s.key === 'bare' ? undefined : memory);
+        if (s.key === 'bare') bareRate.set(c, row.rps ?? 0);
+        row.ratio = round((row.rps ?? 0) / (bareRate.get(c) || NaN), 3);
+        rows.push(row);
+        const codes = Object.entries(row.statuses ?? {}).map(([k, v]) => `${k}:${v}`).join(' ');
+        console.log(
+          `${s.label.padEnd(52)} c=${String(c).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  [${codes}]`,
+        );
+      }
+    }
+
+    const hwm = memoryOf(pid)?.hwmMb ?? 0;
+    const peakRssMb = Math.max(memory.overall(), hwm);
+    memory.stop();
+    const checks = targets(rows, peakRssMb);
+    const info = machine(fx);
+    const finishedAt = new Date().toISOString();
+    const text = textTable(HEADER, tableRows(rows));
+    console.log(`\n${text}\n\nAPI peak RSS (VmHWM): ${Math.round(peakRssMb)} MB`);
+    for (const t of checks) console.log(`${t.met ? 'MET    ' : 'NOT MET'}  ${t.name}: ${t.measured}`);
+
+    mkdirSync(RESULTS, { recursive: true });
+    const json = {
+      finished_at: finishedAt,
+      machine: { ...info, load_average_at_end: loadavg().map((x) => round(x, 2)) },
+      database: { name: options.database, ...fx.database },
+      largest_tenant: { name: fx.tenantName, studies: fx.tenantStudies, caller: fx.adminEmail },
+      options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts },
+      search_fragments: SEARCH_FRAGMENTS,
+      api_peak_rss_mb: round(peakRssMb, 0),
+      results: rows,
+      targets: checks,
+    };
+    const file = join(RESULTS, `bench-${finishedAt.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify(json, null, 2));
+    writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(json, null, 2));
+    console.log(`\nResults: ${relative(ROOT, file)}`);
+
+    if (options.readme && !options.only) {
+      const markdown = [
+        `Run of ${finishedAt.slice(0, 16).replace('T', ' ')} UTC on ${info.cpus} × ${info.cpu_model}, ${info.memory_gb} GB RAM,`,
+        `Node ${info.node}, PostgreSQL ${info.postgres}; load average at start ${info.load_average_at_start.join(' / ')}`,
+        `(the machine is shared). Database: ${fx.database.studies.toLocaleString('en')} studies,`,
+        `${fx.database.series.toLocaleString('en')} series, ${fx.database.patients.toLocaleString('en')} patients,`,
+        `${fx.database.tenants} tenants; caller: the tenant admin of "${fx.tenantName}"`,
+        `(${fx.tenantStudies.toLocaleString('en')} studies). ${options.duration} s per measurement after a ${options.warmup} s warm-up.`,
+        '',
+        markdownTable(HEADER, tableRows(rows)),
+        '',
+        `API peak RSS over the whole run (VmHWM): **${Math.round(peakRssMb)} MB**.`,
+        '',
+        markdownTable(
+          ['target', 'measured', 'met'],
+          checks.map((t) => [t.name, t.measured, t.met ? 'yes' : '**no**']),
+        ),
+      ].join('\n');
+      updateReadme(markdown);
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error instanceof Error ? error.stack ?? error.message : error);
+    process.exit(1);
+  },
+);
