@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { Transform } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import {
   IsBoolean,
   IsDefined,
@@ -7,6 +7,7 @@ import {
   IsUUID,
   registerDecorator,
   ValidateIf,
+  ValidateNested,
   ValidationArguments,
 } from 'class-validator';
 import isEmail from 'validator/lib/isEmail';
@@ -108,4 +109,37 @@ export function UuidField(field: string, options: { optional?: boolean } = {}) {
 /** An optional JSON boolean (no "true" strings); present-but-null is refused. */
 export function OptionalBoolean(field: string) {
   return applyDecorators(IfPresent(), IsBoolean({ message: `The ${fieldLabel(field)} field must be true or false.` }));
+}
+
+/** A finite JSON number within [min, max], with one message: "must be a number" or the range. */
+export function NumberInRange(field: string, min: number, max: number): PropertyDecorator {
+  const label = fieldLabel(field);
+  const failure = (value: unknown): string | null => {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return `The ${label} field must be a number.`;
+    if (value < min || value > max) return `The ${label} field must be between ${min} and ${max}.`;
+    return null;
+  };
+  return (object: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'numberInRange',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => failure(value) === null,
+        defaultMessage: (args: ValidationArguments) => failure(args.value) ?? `The ${label} field must be a number.`,
+      },
+    });
+}
+
+/**
+ * A nested object validated with `type`'s rules (errors keyed `parent.child`), reported with one
+ * message when it is not an object at all. class-validator's ValidateNested treats arrays as
+ * collections, so an array is first turned into a value it reports like any other non-object.
+ */
+export function NestedObject(field: string, type: () => Function) {
+  return applyDecorators(
+    Type(type),
+    Transform(({ value }) => (Array.isArray(value) ? 'array' : value)),
+    ValidateNested({ message: `The ${fieldLabel(field)} field must be an object.` }),
+  );
 }

@@ -1,20 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  IsDefined,
-  IsIn,
-  IsInt,
-  IsNumber,
-  IsObject,
-  IsString,
-  IsUUID,
-  Max,
-  Min,
-  ValidateNested,
-} from 'class-validator';
+import { IsDefined, IsIn, IsObject, IsString, IsUUID } from 'class-validator';
 import { PaginatedDto } from '../../admin/shared/responses';
 import { TenantUnitFilterQueryDto } from '../../admin/shared/list-queries';
-import { IfPresent, IfPresentAndNotNull, OptionalBoolean, TrimmedString, UuidField } from '../../common/validation/fields';
+import {
+  IfPresent,
+  IfPresentAndNotNull,
+  NestedObject,
+  NumberInRange,
+  OptionalBoolean,
+  TrimmedString,
+  UuidField,
+} from '../../common/validation/fields';
 import { BACKGROUND_MAX_BYTES, IsImageDataUrl } from '../../common/validation/image-data-url';
 
 export class TemplateBackgroundDto {
@@ -25,18 +21,14 @@ export class TemplateBackgroundDto {
 
   @ApiPropertyOptional({ minimum: 0, maximum: 1, default: 1 })
   @IfPresent()
-  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'The opacity field must be a number.' })
-  @Min(0, { message: 'The opacity field must be between 0 and 1.' })
-  @Max(1, { message: 'The opacity field must be between 0 and 1.' })
+  @NumberInRange('opacity', 0, 1)
   opacity?: number;
 }
 
 export class TemplateAssetsDto {
   @ApiPropertyOptional({ type: TemplateBackgroundDto, nullable: true, description: 'Letterhead background; null removes it' })
   @IfPresentAndNotNull()
-  @IsObject({ message: 'The background field must be an object.' })
-  @ValidateNested()
-  @Type(() => TemplateBackgroundDto)
+  @NestedObject('background', () => TemplateBackgroundDto)
   background?: TemplateBackgroundDto | null;
 }
 
@@ -52,7 +44,6 @@ class TemplateFieldsDto {
 
   @ApiPropertyOptional({ enum: [1], default: 1 })
   @IfPresent()
-  @IsInt({ message: 'The schema version field must be an integer.' })
   @IsIn([1], { message: 'The selected schema version is invalid (only 1 is accepted).' })
   schema_version?: number;
 
@@ -68,9 +59,7 @@ class TemplateFieldsDto {
 
   @ApiPropertyOptional({ type: TemplateAssetsDto, nullable: true })
   @IfPresentAndNotNull()
-  @IsObject({ message: 'The assets field must be an object.' })
-  @ValidateNested()
-  @Type(() => TemplateAssetsDto)
+  @NestedObject('assets', () => TemplateAssetsDto)
   assets?: TemplateAssetsDto | null;
 
   @ApiPropertyOptional({ default: true, description: 'true makes every other template of the same unit (or the other global ones) inactive' })
