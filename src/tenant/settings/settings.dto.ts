@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ValidateIf } from 'class-validator';
+import { IsDefined, ValidateIf } from 'class-validator';
 import { IsImageDataUrl, LOGO_MAX_BYTES } from '../../common/validation/image-data-url';
 
 export class UpdateSettingsDto {
@@ -10,6 +10,7 @@ export class UpdateSettingsDto {
   })
   // Required key: absent is refused, null is the explicit way to remove the logo.
   @ValidateIf((_object, value) => value !== null)
+  @IsDefined({ message: 'The logo field is required.' })
   @IsImageDataUrl({ maxBytes: LOGO_MAX_BYTES })
   logo: string | null;
 }
