@@ -331,6 +331,43 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
     }
   });
 
+  it('shows the queue board at /queues to a super admin signed in through the proxy, and not to a doctor', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const blocked: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
+    });
+    try {
+      const signIn = async (email: string) =>
+        page.evaluate(
+          async ([mail, password]) =>
+            (await fetch('/api/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: mail, password }) })).status,
+          [email, TEST_PASSWORD],
+        );
+      await page.goto(`${nginx.url}/app-config.js`);
+      const doctor = await createUser(t.db, { tenant_id: null, unit_id: null });
+      expect(await signIn(doctor.email)).toBe(200);
+      const refused = await page.goto(`${nginx.url}/queues`);
+      expect(refused?.status()).toBe(403);
+
+      const admin = await createUser(t.db, { is_super_admin: true });
+      expect(await signIn(admin.email)).toBe(200);
+      const board = await page.goto(`${nginx.url}/queues`);
+      expect(board?.status()).toBe(200);
+      for (const queue of ['study', 'index', 'reconcile']) {
+        await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 20_000 });
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'queues.png') });
+      const docsCopy = path.join(path.dirname(README_SCREENSHOT), 'queues.png');
+      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(docsCopy)) await fs.copyFile(path.join(ARTIFACTS, 'queues.png'), docsCopy);
+      // Only the board's third-party web font is refused (the page falls back to a system font).
+      expect(blocked.filter((message) => !message.includes('https://fonts.googleapis.com/'))).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   describe('viewer tokens and user tokens do not stand in for each other', () => {
     const series = () => `/dicom-web/studies/${ours.study.studyInstanceUid}/series`;
 
