@@ -9,6 +9,7 @@ import {
   ApiUnauthorizedResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply } from 'fastify';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
@@ -37,6 +38,8 @@ export class ViewerController {
   }
 
   @Get('token/validate')
+  // Its answer goes to nginx's auth subrequest only, never to a browser: no security headers.
+  @RouteConfig({ helmet: { skipRoute: true } })
   @ApiOperation({
     summary: 'For the proxy\'s auth_request: may this viewer token read the study in X-Original-URI?',
     description:
