@@ -11,6 +11,7 @@ import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { validationExceptionFactory } from './common/errors/validation-errors';
 import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
+import { RAW_BODY } from './ingestion/webhook-request';
 
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -19,7 +20,7 @@ export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
  * Lua HttpPost may send JSON text as a form). They get `{ [RAW_BODY]: text }` instead of a 400.
  */
 export const LENIENT_BODY_ROUTES = new Set(['/api/imgsrv/webhook']);
-export const RAW_BODY = '__raw_body__';
+export { RAW_BODY };
 
 const REDACTED_HEADERS = [
   'req.headers.authorization',
