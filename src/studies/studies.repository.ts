@@ -83,20 +83,32 @@ export class StudiesRepository {
     return qb;
   }
 
-  /** One page in list order, and the total over the same conditions (a plain COUNT(*)). */
+  /**
+   * One page in list order, and the total over the same conditions (a plain COUNT(*)).
+   * The page is a deferred join: the ids of the page are found first (for a tenant, an index-only
+   * scan of studies_tenant_order_idx, however deep the page), and only those 15 rows are read whole.
+   */
   async listStudies(
     scope: DataScope,
     filter: StudyFilter,
     offset: number,
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
-    const page = this.filtered(scope, filter)
-      .select(columns('s', STUDY_COLUMNS))
+    const pageIds = this.filtered(scope, filter)
+      .select('s.id')
       .orderBy('s.study_date', 'DESC')
       .addOrderBy('s.created_at', 'DESC')
       .addOrderBy('s.id', 'DESC')
       .offset(offset)
       .limit(limit);
+    const page = this.db
+      .createQueryBuilder(Study, 'page')
+      .select(columns('page', STUDY_COLUMNS))
+      .where(`page.id IN (${pageIds.getQuery()})`)
+      .setParameters(pageIds.getParameters())
+      .orderBy('page.study_date', 'DESC')
+      .addOrderBy('page.created_at', 'DESC')
+      .addOrderBy('page.id', 'DESC');
     const count = this.filtered(scope, filter).select('COUNT(*)::int', 'total');
     const [rows, counted] = await Promise.all([page.getMany(), count.getRawOne<{ total: number }>()]);
     return { rows, total: counted?.total ?? 0 };
