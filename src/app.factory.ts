@@ -12,6 +12,7 @@ import { validationExceptionFactory } from './common/errors/validation-errors';
 import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
+import { clientErrorHandler, MAX_HEADER_BYTES, registerSecurity, REQUEST_TIMEOUT_MS } from './common/http/security';
 
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -69,6 +70,9 @@ export function createAdapter(config: AppConfig): FastifyAdapter {
   return new FastifyAdapter({
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    clientErrorHandler,
     routerOptions: { maxParamLength: 500 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
@@ -90,6 +94,7 @@ export async function configureApp(app: NestFastifyApplication): Promise<NestFas
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   registerBodyParsers(fastify);
   await app.register(fastifyCookie as never);
+  await registerSecurity(app);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -21,6 +21,9 @@ const toBoolean = ({ value }: { value: unknown }) => {
   return value;
 };
 
+const ORIGIN = String.raw`\s*https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?\/?\s*`;
+const CORS_ORIGINS_PATTERN = new RegExp(`^(?:${ORIGIN}(?:,${ORIGIN})*)?$`);
+
 /** Every environment variable the service reads, with its default and its rule. */
 export class EnvironmentVariables {
   @IsIn(['development', 'production', 'test'])
@@ -81,6 +84,15 @@ export class EnvironmentVariables {
   })
   TRUST_PROXY = 'off';
 
+  /**
+   * Browser origins allowed to call the API with credentials, comma-separated
+   * (`https://app.clinic.example,https://admin.clinic.example`). Empty: same-origin only.
+   */
+  @Matches(CORS_ORIGINS_PATTERN, {
+    message: 'CORS_ORIGINS must be a comma-separated list of origins like https://app.example.com (no path, no *)',
+  })
+  CORS_ORIGINS = '';
+
   @Transform(toBoolean)
   @IsBoolean()
   MIGRATIONS_RUN = true;
@@ -91,6 +103,14 @@ export class EnvironmentVariables {
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
+
+  /**
+   * Bearer token for GET /metrics (Prometheus). Empty (default): /metrics is not served (404).
+   */
+  @Matches(/^([A-Za-z0-9._~+/=-]{16,})?$/, {
+    message: 'METRICS_TOKEN must be empty or at least 16 characters of A-Z a-z 0-9 . _ ~ + / = -',
+  })
+  METRICS_TOKEN = '';
 
   /** How often the worker reconciles Orthanc's change feed, in seconds (0 disables it). */
   @Transform(({ value }) => Number(value))
@@ -104,14 +124,6 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(64)
   WORKER_CONCURRENCY = 2;
-  /**
-   * Bearer token for GET /metrics (Prometheus). Empty (default): /metrics is not served (404).
-   */
-  @Matches(/^([A-Za-z0-9._~+/=-]{16,})?$/, {
-    message: 'METRICS_TOKEN must be empty or at least 16 characters of A-Z a-z 0-9 . _ ~ + / = -',
-  })
-  METRICS_TOKEN = '';
-
 }
 
 export type AppConfig = Readonly<

@@ -1,0 +1,147 @@
+import fastifyCors from '@fastify/cors';
+import fastifyHelmet from '@fastify/helmet';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { STATUS_CODES } from 'http';
+import type { Socket } from 'net';
+import { APP_CONFIG } from '../../config/config.module';
+import type { AppConfig } from '../../config/environment';
+import { defaultBodyFor } from '../errors/all-exceptions.filter';
+
+/** Node's own default, stated so that a change of default cannot silently raise it (431 past it). */
+export const MAX_HEADER_BYTES = 16 * 1024;
+/** Time allowed to receive a whole request: a client trickling bytes cannot hold a socket forever. */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * Errors Node's HTTP parser raises before Fastify sees a request (oversized headers, a request that
+ * took too long, garbage on the socket), answered in the API's own error shape.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request header fields too large.']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request timeout.']
+        : [400, 'Bad request.'];
+  const body = JSON.stringify({ message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+/** A JSON API never needs to load anything: deny everything, and refuse to be framed. */
+const API_CSP = {
+  useDefaults: false,
+  directives: {
+    defaultSrc: ["'none'"],
+    baseUri: ["'none'"],
+    formAction: ["'none'"],
+    frameAncestors: ["'none'"],
+  },
+};
+
+/**
+ * Swagger UI (/api/docs) loads its scripts and stylesheet from itself, has one inline <style>,
+ * data: images in its CSS, and calls the API for "Try it out".
+ */
+const DOCS_CSP = {
+  useDefaults: false,
+  directives: {
+    defaultSrc: ["'self'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'", "'unsafe-inline'"],
+    imgSrc: ["'self'", 'data:'],
+    connectSrc: ["'self'"],
+    fontSrc: ["'self'", 'data:'],
+    objectSrc: ["'none'"],
+    baseUri: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+};
+
+const FASTIFY_ERROR_KEYS = new Set(['statusCode', 'code', 'error', 'message']);
+const MALFORMED_BODY_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
+
+/**
+ * Errors raised while Fastify reads a request, before Nest routes it (body too large, bad JSON,
+ * unsupported media type), are answered by Fastify's own error handler: Nest installs its handler
+ * only after the routes' contexts are built. This gives them the API's error shape, and a 5xx
+ * there never carries the internal message.
+ */
+export async function normalizeFastifyErrorBody(
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): Promise<unknown> {
+  if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"statusCode":')) {
+    return payload;
+  }
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return payload;
+  }
+  if (!Object.keys(parsed).every((key) => FASTIFY_ERROR_KEYS.has(key)) || typeof parsed.error !== 'string') {
+    return payload;
+  }
+  const status = reply.statusCode;
+  const message = status === 400 && MALFORMED_BODY_CODES.has(String(parsed.code)) ? 'Malformed request body.' : undefined;
+  reply.header('content-type', 'application/json; charset=utf-8');
+  return JSON.stringify(defaultBodyFor(status, message));
+}
+
+const isDocsRoute = (url: string) => url === '/api/docs' || url.startsWith('/api/docs/');
+
+/** `CORS_ORIGINS` as a list; empty means same-origin only (no CORS headers at all). */
+export function parseCorsOrigins(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((origin) => origin.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+}
+
+/**
+ * Security headers on every answer (errors and 404s included) and the CORS policy of the
+ * configuration. Must run before routes are declared: the docs' CSP is attached per route.
+ */
+export async function registerSecurity(app: NestFastifyApplication): Promise<void> {
+  const config = app.get<AppConfig>(APP_CONFIG);
+  const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
+
+  fastify.addHook('onSend', normalizeFastifyErrorBody);
+  fastify.addHook('onRoute', (route: RouteOptions) => {
+    const urls = Array.isArray(route.url) ? route.url : [route.url];
+    if (urls.some(isDocsRoute)) {
+      route.config = { ...(route.config ?? {}), helmet: { contentSecurityPolicy: DOCS_CSP } } as never;
+    }
+  });
+  await app.register(fastifyHelmet as never, {
+    global: true,
+    contentSecurityPolicy: API_CSP,
+    // Thumbnails may be shown by a front end on a sibling host of the same site.
+    crossOriginResourcePolicy: { policy: 'same-site' },
+    referrerPolicy: { policy: 'no-referrer' },
+    // HSTS only means something over HTTPS, which is when cookies are marked Secure.
+    strictTransportSecurity: config.COOKIE_SECURE ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+  } as never);
+
+  const origins = parseCorsOrigins(config.CORS_ORIGINS);
+  if (origins.length > 0) {
+    await app.register(fastifyCors as never, {
+      origin: origins,
+      credentials: true,
+      methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id', 'Content-Disposition'],
+      maxAge: 600,
+    } as never);
+  }
+}
