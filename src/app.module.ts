@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { AdminModule } from './admin/admin.module';
+import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { QueuesModule } from './common/queues/queues.module';
 import { RedisModule } from './common/redis/redis.module';
@@ -12,8 +13,8 @@ import { HealthModule } from './health/health.module';
 import { ImgsrvModule } from './imgsrv/imgsrv.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
-import { PatientsModule } from './patients/patients.module';
 import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
+import { PatientsModule } from './patients/patients.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
@@ -40,6 +41,7 @@ export class CoreModule {}
         }),
       }),
     }),
+    AuditModule,
     AuthModule,
     HealthModule,
     AdminModule,
@@ -48,9 +50,9 @@ export class CoreModule {}
     PatientsModule,
     ViewerModule,
     IngestionModule,
+    OperationsModule,
   ],
 })
-    OperationsModule,
 export class ApiModule {}
 
 /** The queue worker process: no HTTP, only processors. */

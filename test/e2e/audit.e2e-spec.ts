@@ -1,0 +1,231 @@
+import { Body, Controller, Get, HttpCode, Module, Post } from '@nestjs/common';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { randomUUID } from 'crypto';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { configureApp, createAdapter, NEST_APP_OPTIONS } from '../../src/app.factory';
+import { ApiModule } from '../../src/app.module';
+import { AuditAccess } from '../../src/audit/audit-access.decorator';
+import { AuditService } from '../../src/audit/audit.service';
+import { Auth } from '../../src/common/auth/decorators';
+import { Errors } from '../../src/common/errors/api-errors';
+import { UuidParam } from '../../src/common/http/uuid-param';
+import { APP_CONFIG } from '../../src/config/config.module';
+import { loadConfig } from '../../src/config/environment';
+import { createImagedStudy } from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser } from '../support/factories';
+import { HttpClient } from '../support/http';
+
+/**
+ * Handlers shaped like the clinical reads (path id, nested target, body study_id), so the access
+ * log is proven on its own; the real endpoints are covered in their own tests.
+ */
+@Controller('__audit_test__')
+class AuditedController {
+  constructor() {}
+
+  @Get('studies/:id')
+  @Auth()
+  @AuditAccess('study.view')
+  open(@UuidParam('id', 'Study') id: string) {
+    return { id };
+  }
+
+  @Get('studies/:id/instances/:instance/rendered')
+  @Auth()
+  @AuditAccess('study.image', { targetParam: 'instance' })
+  image(@UuidParam('id', 'Study') id: string) {
+    return { id };
+  }
+
+  @Get('missing/:id')
+  @Auth()
+  @AuditAccess('study.view')
+  missing(): never {
+    throw Errors.notFound('Study');
+  }
+
+  @Post('viewer-token')
+  @HttpCode(200)
+  @Auth()
+  @AuditAccess('viewer_token.issue', { studyBodyField: 'study_id' })
+  token(@Body() body: Record<string, unknown>) {
+    return { token: randomUUID(), study_id: body?.study_id };
+  }
+}
+
+@Module({ controllers: [AuditedController] })
+class AuditedModule {}
+
+interface LogRow {
+  action: string;
+  user_id: string | null;
+  tenant_id: string | null;
+  study_id: string | null;
+  target_id: string | null;
+  ip: string | null;
+  request_id: string | null;
+  occurred_at: Date;
+}
+
+jest.setTimeout(30_000);
+
+describe('Access log (who opened which study, image or viewer token)', () => {
+  let app: NestFastifyApplication;
+  let db: DataSource;
+  let http: HttpClient;
+  let audit: AuditService;
+  let closed = false;
+
+  beforeAll(async () => {
+    const config = loadConfig();
+    const moduleRef = await Test.createTestingModule({ imports: [ApiModule, AuditedModule] })
+      .overrideProvider(APP_CONFIG)
+      .useValue(config)
+      .compile();
+    app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(config), {
+      ...NEST_APP_OPTIONS,
+      logger: false,
+    });
+    await configureApp(app);
+    await app.init();
+    await app.getHttpAdapter().getInstance().ready();
+    db = app.get<DataSource>(getDataSourceToken());
+    http = new HttpClient(app);
+    audit = app.get(AuditService);
+  });
+  afterAll(async () => {
+    if (!closed) await app.close();
+  });
+
+  const rowsFor = (studyId: string): Promise<LogRow[]> =>
+    db.query(
+      `SELECT action, user_id, tenant_id, study_id, target_id, ip, request_id, occurred_at
+         FROM access_logs WHERE study_id = $1 ORDER BY id`,
+      [studyId],
+    );
+
+  it('records user, tenant, study, action, time, IP and request id once the request succeeded', async () => {
+    const clinic = await createClinic(db, http);
+    const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+    const before = new Date();
+    const res = await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1, ip: '198.51.100.7' });
+    expect(res.status).toBe(200);
+    await audit.flush();
+    const rows = await rowsFor(study.id);
+    expect(rows).toEqual([
+      {
+        action: 'study.view',
+        user_id: clinic.user1.id,
+        tenant_id: clinic.tenant.id,
+        study_id: study.id,
+        target_id: null,
+        ip: '198.51.100.7',
+        request_id: res.headers['x-request-id'],
+        occurred_at: expect.any(Date),
+      },
+    ]);
+    expect(rows[0].occurred_at.getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    expect(rows[0].occurred_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+
+  it('logs a super admin under the clinic that owns the study, with the image opened', async () => {
+    const clinic = await createClinic(db, http);
+    const { study, instance } = await createImagedStudy(db, clinic.tenant.id, clinic.unit2.id);
+    const root = await createSuperAdminUser(db, http);
+    const res = await http.get(`/api/__audit_test__/studies/${study.id}/instances/${instance.id}/rendered`, {
+      token: root.token,
+      ip: '203.0.113.9',
+    });
+    expect(res.status).toBe(200);
+    await audit.flush();
+    expect(await rowsFor(study.id)).toEqual([
+      expect.objectContaining({
+        action: 'study.image',
+        user_id: root.user.id,
+        tenant_id: clinic.tenant.id,
+        study_id: study.id,
+        target_id: instance.id,
+        ip: '203.0.113.9',
+      }),
+    ]);
+  });
+
+  it('records the study named in the body of a viewer token request', async () => {
+    const clinic = await createClinic(db, http);
+    const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+    const res = await http.post('/api/__audit_test__/viewer-token', { token: clinic.adminToken, body: { study_id: study.id } });
+    expect(res.status).toBe(200);
+    await audit.flush();
+    const rows = await rowsFor(study.id);
+    expect(rows.map((r) => [r.action, r.user_id, r.tenant_id])).toEqual([
+      ['viewer_token.issue', clinic.admin.id, clinic.tenant.id],
+    ]);
+    // The token itself is a credential: it is never written to the log.
+    const [everything] = await db.query(`SELECT count(*)::int AS n FROM access_logs WHERE request_id = $1 OR ip = $1`, [
+      res.body.token,
+    ]);
+    expect(everything.n).toBe(0);
+  });
+
+  it('records nothing for a refused or failed request (401, 404, non-uuid id)', async () => {
+    const clinic = await createClinic(db, http);
+    const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+    expect((await http.get(`/api/__audit_test__/studies/${study.id}`)).status).toBe(401);
+    expect((await http.get(`/api/__audit_test__/missing/${study.id}`, { token: clinic.token1 })).status).toBe(404);
+    expect((await http.get(`/api/__audit_test__/studies/${study.id}'--`, { token: clinic.token1 })).status).toBe(404);
+    await audit.flush();
+    expect(await rowsFor(study.id)).toEqual([]);
+  });
+
+  it('answers at full speed while the log table is locked, and writes everything once it is free', async () => {
+    const clinic = await createClinic(db, http);
+    const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+    const blocker = new Client({ connectionString: loadConfig().DATABASE_URL });
+    blocker.on('error', () => undefined);
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE access_logs IN ACCESS EXCLUSIVE MODE');
+      const started = Date.now();
+      const statuses: number[] = [];
+      // Past one batch, so a flush starts and waits on the lock behind the requests.
+      for (let i = 0; i < 150; i++) {
+        statuses.push((await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status);
+      }
+      const elapsed = Date.now() - started;
+      expect(statuses.every((s) => s === 200)).toBe(true);
+      // 150 sequential in-process requests; a request that waited on the INSERT would take seconds.
+      expect(elapsed).toBeLessThan(5000);
+      // Nothing could be written yet (the lock holder sees the table): the requests did not wait for it.
+      const { rows } = await blocker.query(`SELECT count(*)::int AS n FROM access_logs WHERE study_id = $1`, [study.id]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    await audit.flush();
+    await audit.flush();
+    expect((await rowsFor(study.id)).length).toBe(150);
+  });
+
+  it('writes what is still buffered when the application shuts down', async () => {
+    const clinic = await createClinic(db, http);
+    const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+    const url = loadConfig().DATABASE_URL;
+    expect((await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status).toBe(200);
+    expect(audit.pending).toBeGreaterThan(0);
+    await app.close();
+    closed = true;
+    const reader = new Client({ connectionString: url });
+    await reader.connect();
+    try {
+      const { rows } = await reader.query(`SELECT action FROM access_logs WHERE study_id = $1`, [study.id]);
+      expect(rows).toEqual([{ action: 'study.view' }]);
+    } finally {
+      await reader.end();
+    }
+  });
+});
