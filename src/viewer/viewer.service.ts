@@ -90,8 +90,9 @@ export class ViewerService {
       expires_at: Date.now() + ttl * 1000,
     };
     await this.redis.set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
-    // The viewer's first requests follow at once: have the study's UID ready for them.
-    await this.uidTenants.tenantsOf([study.study_instance_uid]);
+    // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
+    // validation looks it up itself otherwise).
+    await this.uidTenants.tenantsOf([study.study_instance_uid]).catch(() => undefined);
     return { token, expires_in: ttl };
   }
 
