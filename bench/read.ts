@@ -10,12 +10,14 @@
  *
  * The seed (INSERT ... SELECT over generate_series, so it takes seconds) is kept between runs and
  * recreated only when it is missing, smaller than asked, or with --reseed. Its dedicated database is
- * not the benchmark issue's one, so neither run can drop the other's data.
+ * not the benchmark issue's one, so neither run can drop the other's data. To measure on the
+ * benchmark issue's seed instead (`npm run bench:seed`), pass `--seed-file bench/results/users.json`:
+ * its database, password, largest clinic's admin and first user are used, and nothing is seeded.
  */
 import autocannon from 'autocannon';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { Command } from 'commander';
-import { existsSync } from 'fs';
+import { existsSync, readFileSync } from 'fs';
 import * as net from 'net';
 import { join } from 'path';
 import { Client } from 'pg';
@@ -43,6 +45,15 @@ interface Options {
   throughputConnections: number;
   reseed: boolean;
   build: boolean;
+  seedFile?: string;
+}
+
+/** Who signs in, and where. */
+interface Target {
+  database: string;
+  password: string;
+  tenantAdmin: string;
+  unitUser: string;
 }
 
 function parseOptions(): Options {
@@ -54,6 +65,7 @@ function parseOptions(): Options {
     .option('--throughput-connections <n>', 'concurrent connections for validate vs bare http', (v) => Number(v), 32)
     .option('--reseed', 'recreate the seed', false)
     .option('--no-build', 'use dist/ as it is')
+    .option('--seed-file <path>', "use the benchmark seed's users.json (bench:seed) instead of our own seed")
     .parse(process.argv);
   return program.opts<Options>();
 }
@@ -285,23 +297,45 @@ async function json<T>(response: Response, what: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-async function login(api: string, email: string): Promise<string> {
+async function login(api: string, email: string, password: string): Promise<string> {
   const response = await fetch(`${api}/api/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, password: PASSWORD }),
+    body: JSON.stringify({ email, password }),
   });
   return (await json<{ access_token: string }>(response, `login ${email}`)).access_token;
 }
 
+/** The benchmark issue's users.json: its database, password, and the first (largest) clinic's people. */
+function targetFromSeedFile(file: string): Target {
+  const seedInfo = JSON.parse(readFileSync(file, 'utf8')) as {
+    database?: string;
+    password?: string;
+    tenants?: Array<{ tenant_admin?: string; users?: string[] }>;
+  };
+  const tenant = seedInfo.tenants?.[0];
+  if (!seedInfo.database || !seedInfo.password || !tenant?.tenant_admin || !tenant.users?.[0]) {
+    throw new Error(`${file}: expected database, password and tenants[0].tenant_admin / users[0]`);
+  }
+  return { database: seedInfo.database, password: seedInfo.password, tenantAdmin: tenant.tenant_admin, unitUser: tenant.users[0] };
+}
+
 async function main(): Promise<void> {
   const options = parseOptions();
-  const url = databaseUrl(options.database);
-  if (options.reseed || !(await seedIsThere(url, options.studies))) {
-    await seed(url, options.database, options.studies);
+  let target: Target;
+  if (options.seedFile) {
+    target = targetFromSeedFile(options.seedFile);
+    console.log(`Using the benchmark seed in ${target.database} (${options.seedFile})`);
   } else {
-    console.log(`Using the existing seed in ${options.database}`);
+    target = { database: options.database, password: PASSWORD, tenantAdmin: EMAILS.tenantAdmin, unitUser: EMAILS.unitUser };
+    const ownUrl = databaseUrl(options.database);
+    if (options.reseed || !(await seedIsThere(ownUrl, options.studies))) {
+      await seed(ownUrl, options.database, options.studies);
+    } else {
+      console.log(`Using the existing seed in ${options.database}`);
+    }
   }
+  const url = databaseUrl(target.database);
   if (options.build || !existsSync(join(ROOT, 'dist', 'src', 'main.js'))) {
     const started = Date.now();
     execFileSync('npx', ['nest', 'build'], { cwd: ROOT, stdio: 'inherit' });
@@ -321,7 +355,7 @@ async function main(): Promise<void> {
         NODE_ENV: 'production',
         PORT: String(apiPort),
         DATABASE_URL: url,
-        QUEUE_PREFIX: options.database,
+        QUEUE_PREFIX: `${target.database}_read`,
         JWT_SECRET: process.env.JWT_SECRET ?? 'bench-read-jwt-secret-0123456789abcdef0123456789',
         WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? 'bench-read-webhook-secret',
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
@@ -335,7 +369,10 @@ async function main(): Promise<void> {
       bare,
     );
 
-    const [adminToken, userToken] = await Promise.all([login(api, EMAILS.tenantAdmin), login(api, EMAILS.unitUser)]);
+    const [adminToken, userToken] = await Promise.all([
+      login(api, target.tenantAdmin, target.password),
+      login(api, target.unitUser, target.password),
+    ]);
     const auth = (token: string) => ({ authorization: `Bearer ${token}` });
     const first = await json<{ total: number; last_page: number; data: Array<{ id: string }> }>(
       await fetch(`${api}/api/studies`, { headers: auth(adminToken) }),
@@ -347,8 +384,17 @@ async function main(): Promise<void> {
     const [detail] = (
       await client.query(
         `SELECT s.id, s.study_instance_uid FROM studies s JOIN users u ON u.email = $1 AND u.unit_id = s.unit_id
-          WHERE s.modalities IS NULL ORDER BY s.study_date DESC LIMIT 1`,
-        [EMAILS.unitUser],
+          ORDER BY s.modalities IS NULL DESC, s.study_date DESC LIMIT 1`,
+        [target.unitUser],
+      )
+    ).rows;
+    if (!detail) throw new Error(`${target.unitUser} has no study in their unit`);
+    // An accession number of the clinic, from the middle of its list: a selective search.
+    const [{ accession_number: accession }] = (
+      await client.query(
+        `SELECT s.accession_number FROM studies s JOIN users u ON u.email = $1 AND u.tenant_id = s.tenant_id
+          WHERE s.accession_number IS NOT NULL ORDER BY s.id OFFSET 1000 LIMIT 1`,
+        [target.tenantAdmin],
       )
     ).rows;
     await client.end();
@@ -377,7 +423,7 @@ async function main(): Promise<void> {
       { name: `GET /api/studies page ${deepPage} (tenant admin)`, url: `${api}/api/studies?page=${deepPage}`, headers: auth(adminToken), connections: c },
       { name: 'GET /api/studies page 1 (unit user)', url: `${api}/api/studies`, headers: auth(userToken), connections: c },
       { name: 'GET /api/studies?search=silva (tenant admin)', url: `${api}/api/studies?search=silva`, headers: auth(adminToken), connections: c },
-      { name: 'GET /api/studies?search=A100000012 (tenant admin)', url: `${api}/api/studies?search=A100000012`, headers: auth(adminToken), connections: c },
+      { name: 'GET /api/studies?search=<accession> (tenant admin)', url: `${api}/api/studies?search=${encodeURIComponent(accession)}`, headers: auth(adminToken), connections: c },
       { name: 'GET /api/studies/{id} (unit user)', url: `${api}/api/studies/${detail.id}`, headers: auth(userToken), connections: c },
       { name: 'GET /api/patients page 1 (unit user)', url: `${api}/api/patients`, headers: auth(userToken), connections: c },
       { name: 'GET /api/viewer/token/validate', url: `${api}/api/viewer/token/validate`, headers: validateHeaders, connections: options.throughputConnections },
