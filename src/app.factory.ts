@@ -12,7 +12,13 @@ import { validationExceptionFactory } from './common/errors/validation-errors';
 import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
-import { clientErrorHandler, MAX_HEADER_BYTES, registerSecurity, REQUEST_TIMEOUT_MS } from './common/http/security';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  MAX_HEADER_BYTES,
+  registerSecurity,
+  REQUEST_TIMEOUT_MS,
+} from './common/http/security';
 
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -73,6 +79,7 @@ export function createAdapter(config: AppConfig): FastifyAdapter {
     http: { maxHeaderSize: MAX_HEADER_BYTES },
     requestTimeout: REQUEST_TIMEOUT_MS,
     clientErrorHandler,
+    frameworkErrors,
     routerOptions: { maxParamLength: 500 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),

@@ -286,6 +286,50 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
       expect(res.raw.toString()).not.toMatch(/ECONNREFUSED|5432|127\.0\.0\.1/);
     });
 
+    it('a NUL character in a query or a body is a 422 naming the field, not a database error', async () => {
+      const { token } = await member();
+      const list = await client.get('/api/studies', { token, query: { search: 'doe\u0000' } });
+      expect(list.status).toBe(422);
+      expect(list.body).toEqual({
+        message: 'The search field must not contain NUL characters.',
+        errors: { search: ['The search field must not contain NUL characters.'] },
+      });
+      const login = await client.post('/api/login', { body: { email: 'a\u0000@b.c', password: 'x\u0000' } });
+      expect(login.status).toBe(422);
+      expect(Object.keys(login.body.errors).sort()).toEqual(['email', 'password']);
+    });
+
+    it('an unauthenticated request with a NUL is still a 401', async () => {
+      const res = await client.get('/api/studies', { query: { search: '\u0000' } });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('a body nested deeper than 64 levels is a 400 before validation can overflow the stack', async () => {
+      const { token } = await member();
+      const deep = `{"study_id":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+      const res = await client.post('/api/viewer/token', { token, raw: deep, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ message: 'Request body is nested more than 64 levels deep.' });
+      const object = `{"email":${'{"a":'.repeat(1000)}1${'}'.repeat(1000)},"password":"x"}`;
+      const login = await client.post('/api/login', { raw: object, headers: { 'content-type': 'application/json' } });
+      expect(login.status).toBe(400);
+      const shallow = `{"email":${'['.repeat(10)}${']'.repeat(10)},"password":"x"}`;
+      expect((await client.post('/api/login', { raw: shallow, headers: { 'content-type': 'application/json' } })).status).toBe(422);
+    });
+
+    it('a path that cannot be decoded or holds an over-long id is a 404 in the API shape', async () => {
+      const { token } = await member();
+      for (const url of ['/api/studies/%zz', '/api/studies/%E0%A4%A', `/api/studies/${'a'.repeat(600)}`, `/api/patients/${'9'.repeat(501)}/studies`]) {
+        const res = await client.get(url, { token });
+        expect({ url: url.slice(0, 40), status: res.status, body: res.body }).toEqual({
+          url: url.slice(0, 40),
+          status: 404,
+          body: { message: 'Not found.' },
+        });
+      }
+    });
+
     it('a validation error names the field, not the validator internals', async () => {
       const res = await client.post('/api/login', { body: { email: { $gt: '' }, password: ['x'] } });
       expect(res.status).toBe(422);

@@ -7,9 +7,12 @@ import type { Socket } from 'net';
 import { APP_CONFIG } from '../../config/config.module';
 import type { AppConfig } from '../../config/environment';
 import { defaultBodyFor } from '../errors/all-exceptions.filter';
+import { RejectNulBytesPipe } from './reject-nul-bytes.pipe';
 
 /** Node's own default, stated so that a change of default cannot silently raise it (431 past it). */
 export const MAX_HEADER_BYTES = 16 * 1024;
+/** Deeper JSON is refused (400) before validation, whose recursion would overflow the stack. */
+export const MAX_BODY_DEPTH = 64;
 /** Time allowed to receive a whole request: a client trickling bytes cannot hold a socket forever. */
 export const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -33,6 +36,43 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
     );
   }
   socket.destroy(error);
+}
+
+/**
+ * Errors Fastify's router raises before any route or hook runs: a path that cannot be decoded, or a
+ * path parameter longer than any id. Neither can name a record: 404, as for any path id that is
+ * not a uuid.
+ */
+export function frameworkErrors(error: { code?: string }, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = NO_SUCH_PATH_CODES.has(String(error?.code)) ? 404 : 400;
+  void reply.code(status).header('content-type', 'application/json; charset=utf-8').send(defaultBodyFor(status));
+}
+
+/** Depth of a parsed JSON value, without recursion (the value may be thousands of levels deep). */
+export function jsonDepth(value: unknown, limit = Infinity): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > deepest) deepest = depth;
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return deepest;
+}
+
+async function refuseDeepBodies(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const body = request.body;
+  if (body === null || typeof body !== 'object') return;
+  if (jsonDepth(body, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
+    await reply
+      .code(400)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send({ message: `Request body is nested more than ${MAX_BODY_DEPTH} levels deep.` });
+  }
 }
 
 /** A JSON API never needs to load anything: deny everything, and refuse to be framed. */
@@ -68,6 +108,7 @@ const DOCS_CSP = {
 
 const FASTIFY_ERROR_KEYS = new Set(['statusCode', 'code', 'error', 'message']);
 const MALFORMED_BODY_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
+const NO_SUCH_PATH_CODES = new Set(['FST_ERR_BAD_URL', 'FST_ERR_MAX_PARAM_LENGTH']);
 
 /**
  * Errors raised while Fastify reads a request, before Nest routes it (body too large, bad JSON,
@@ -80,20 +121,28 @@ export async function normalizeFastifyErrorBody(
   reply: FastifyReply,
   payload: unknown,
 ): Promise<unknown> {
-  if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.startsWith('{"statusCode":')) {
-    return payload;
-  }
+  if (reply.statusCode < 400 || typeof payload !== 'string' || !payload.includes('"statusCode":')) return payload;
   let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(payload);
   } catch {
     return payload;
   }
-  if (!Object.keys(parsed).every((key) => FASTIFY_ERROR_KEYS.has(key)) || typeof parsed.error !== 'string') {
+  if (
+    parsed === null ||
+    typeof parsed !== 'object' ||
+    !Object.keys(parsed).every((key) => FASTIFY_ERROR_KEYS.has(key)) ||
+    typeof parsed.statusCode !== 'number' ||
+    typeof parsed.error !== 'string'
+  ) {
     return payload;
   }
+  const code = String(parsed.code ?? '');
+  // A path that cannot even be decoded, or a path id longer than any id, names no record: the
+  // contract's answer to a path id that is not a uuid is 404.
+  if (NO_SUCH_PATH_CODES.has(code)) reply.code(404);
   const status = reply.statusCode;
-  const message = status === 400 && MALFORMED_BODY_CODES.has(String(parsed.code)) ? 'Malformed request body.' : undefined;
+  const message = status === 400 && MALFORMED_BODY_CODES.has(code) ? 'Malformed request body.' : undefined;
   reply.header('content-type', 'application/json; charset=utf-8');
   return JSON.stringify(defaultBodyFor(status, message));
 }
@@ -117,6 +166,8 @@ export async function registerSecurity(app: NestFastifyApplication): Promise<voi
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
 
   fastify.addHook('onSend', normalizeFastifyErrorBody);
+  fastify.addHook('preValidation', refuseDeepBodies);
+  app.useGlobalPipes(new RejectNulBytesPipe());
   fastify.addHook('onRoute', (route: RouteOptions) => {
     const urls = Array.isArray(route.url) ? route.url : [route.url];
     if (urls.some(isDocsRoute)) {
