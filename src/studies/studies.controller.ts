@@ -9,6 +9,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Readable } from 'stream';
+import { AuditAccess } from '../audit/audit-access.decorator';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
@@ -49,6 +50,7 @@ export class StudiesController {
 
   @Get(':id')
   @Auth()
+  @AuditAccess('study.view')
   @ApiOperation({ summary: 'A study with its patient, unit and tenant' })
   @ApiOkResponse({ type: StudyDetailDto })
   @ApiNotFoundResponse({ description: 'Missing or outside the caller\'s tenant/unit: `{message: "Study not found."}`' })
@@ -67,6 +69,7 @@ export class StudiesController {
 
   @Get(':id/thumbnail')
   @Auth()
+  @AuditAccess('study.thumbnail')
   @ApiOperation({ summary: 'The study thumbnail (300x300 JPEG)' })
   @ApiProduces('image/jpeg')
   @ApiOkResponse(BINARY_JPEG)
@@ -81,6 +84,7 @@ export class StudiesController {
 
   @Get(':id/series/:seriesId/thumbnail')
   @Auth()
+  @AuditAccess('series.thumbnail', { targetParam: 'seriesId' })
   @ApiOperation({ summary: 'The series thumbnail, else the study thumbnail' })
   @ApiProduces('image/jpeg')
   @ApiOkResponse(BINARY_JPEG)
@@ -99,6 +103,7 @@ export class StudiesController {
 
   @Get(':id/instances/:instance/rendered')
   @Auth()
+  @AuditAccess('study.image', { targetParam: 'instance' })
   @ApiOperation({ summary: 'A JPEG rendering of an instance (instance id) of the study, from the image server' })
   @ApiProduces('image/jpeg')
   @ApiOkResponse(BINARY_JPEG)

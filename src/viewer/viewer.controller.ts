@@ -12,6 +12,7 @@ import {
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthUser } from '../common/auth/auth-user';
+import { AuditAccess } from '../audit/audit-access.decorator';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
 import { IssueViewerTokenDto, ViewerTokenDto } from './dto/issue-viewer-token.dto';
@@ -25,6 +26,7 @@ export class ViewerController {
   @Post('token')
   @HttpCode(200)
   @Auth()
+  @AuditAccess('viewer_token.issue', { studyBodyField: 'study_id' })
   @ApiOperation({ summary: 'A short-lived token that lets the web viewer read this study through the proxy' })
   @ApiOkResponse({ type: ViewerTokenDto })
   @ApiNotFoundResponse({ description: 'Missing or not visible to the caller: `{error: "Study not found"}`' })

@@ -3,6 +3,8 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'crypto';
+import * as http from 'http';
+import { AddressInfo } from 'net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { configureApp, createAdapter, NEST_APP_OPTIONS } from '../../src/app.factory';
@@ -14,7 +16,7 @@ import { Errors } from '../../src/common/errors/api-errors';
 import { UuidParam } from '../../src/common/http/uuid-param';
 import { APP_CONFIG } from '../../src/config/config.module';
 import { loadConfig } from '../../src/config/environment';
-import { createImagedStudy } from '../support/clinical-factories';
+import { createImagedStudy, createThumbnail, fakeJpeg } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 import { HttpClient } from '../support/http';
 
@@ -75,12 +77,23 @@ jest.setTimeout(30_000);
 describe('Access log (who opened which study, image or viewer token)', () => {
   let app: NestFastifyApplication;
   let db: DataSource;
-  let http: HttpClient;
+  let client: HttpClient;
+  let imageServer: http.Server;
   let audit: AuditService;
   let closed = false;
 
   beforeAll(async () => {
-    const config = loadConfig();
+    // Stands in for the image server: every instance renders as the same small JPEG.
+    imageServer = http.createServer((req, res) => {
+      if (/^\/instances\/[^/]+\/rendered/.test(req.url ?? '')) {
+        res.writeHead(200, { 'content-type': 'image/jpeg' }).end(fakeJpeg('rendered'));
+      } else {
+        res.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => imageServer.listen(0, '127.0.0.1', resolve));
+    const { port } = imageServer.address() as AddressInfo;
+    const config = loadConfig({ ...process.env, IMGSRV_URL: `http://127.0.0.1:${port}` });
     const moduleRef = await Test.createTestingModule({ imports: [ApiModule, AuditedModule] })
       .overrideProvider(APP_CONFIG)
       .useValue(config)
@@ -93,11 +106,12 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
     db = app.get<DataSource>(getDataSourceToken());
-    http = new HttpClient(app);
+    client = new HttpClient(app);
     audit = app.get(AuditService);
   });
   afterAll(async () => {
     if (!closed) await app.close();
+    await new Promise((resolve) => imageServer?.close(resolve));
   });
 
   const rowsFor = (studyId: string): Promise<LogRow[]> =>
@@ -108,10 +122,10 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     );
 
   it('records user, tenant, study, action, time, IP and request id once the request succeeded', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
     const before = new Date();
-    const res = await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1, ip: '198.51.100.7' });
+    const res = await client.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1, ip: '198.51.100.7' });
     expect(res.status).toBe(200);
     await audit.flush();
     const rows = await rowsFor(study.id);
@@ -132,10 +146,10 @@ describe('Access log (who opened which study, image or viewer token)', () => {
   });
 
   it('logs a super admin under the clinic that owns the study, with the image opened', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study, instance } = await createImagedStudy(db, clinic.tenant.id, clinic.unit2.id);
-    const root = await createSuperAdminUser(db, http);
-    const res = await http.get(`/api/__audit_test__/studies/${study.id}/instances/${instance.id}/rendered`, {
+    const root = await createSuperAdminUser(db, client);
+    const res = await client.get(`/api/__audit_test__/studies/${study.id}/instances/${instance.id}/rendered`, {
       token: root.token,
       ip: '203.0.113.9',
     });
@@ -154,9 +168,9 @@ describe('Access log (who opened which study, image or viewer token)', () => {
   });
 
   it('records the study named in the body of a viewer token request', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
-    const res = await http.post('/api/__audit_test__/viewer-token', { token: clinic.adminToken, body: { study_id: study.id } });
+    const res = await client.post('/api/__audit_test__/viewer-token', { token: clinic.adminToken, body: { study_id: study.id } });
     expect(res.status).toBe(200);
     await audit.flush();
     const rows = await rowsFor(study.id);
@@ -171,17 +185,17 @@ describe('Access log (who opened which study, image or viewer token)', () => {
   });
 
   it('records nothing for a refused or failed request (401, 404, non-uuid id)', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
-    expect((await http.get(`/api/__audit_test__/studies/${study.id}`)).status).toBe(401);
-    expect((await http.get(`/api/__audit_test__/missing/${study.id}`, { token: clinic.token1 })).status).toBe(404);
-    expect((await http.get(`/api/__audit_test__/studies/${study.id}'--`, { token: clinic.token1 })).status).toBe(404);
+    expect((await client.get(`/api/__audit_test__/studies/${study.id}`)).status).toBe(401);
+    expect((await client.get(`/api/__audit_test__/missing/${study.id}`, { token: clinic.token1 })).status).toBe(404);
+    expect((await client.get(`/api/__audit_test__/studies/${study.id}'--`, { token: clinic.token1 })).status).toBe(404);
     await audit.flush();
     expect(await rowsFor(study.id)).toEqual([]);
   });
 
   it('answers at full speed while the log table is locked, and writes everything once it is free', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
     const blocker = new Client({ connectionString: loadConfig().DATABASE_URL });
     blocker.on('error', () => undefined);
@@ -193,7 +207,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
       const statuses: number[] = [];
       // Past one batch, so a flush starts and waits on the lock behind the requests.
       for (let i = 0; i < 150; i++) {
-        statuses.push((await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status);
+        statuses.push((await client.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status);
       }
       const elapsed = Date.now() - started;
       expect(statuses.every((s) => s === 200)).toBe(true);
@@ -211,11 +225,60 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     expect((await rowsFor(study.id)).length).toBe(150);
   });
 
+  describe('on the clinical endpoints', () => {
+    it('logs the study detail, both thumbnails, a rendered image and a viewer token, each once', async () => {
+      const clinic = await createClinic(db, client);
+      const { study, series, instance } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
+      await createThumbnail(db, study.id, null, fakeJpeg('study'));
+      await createThumbnail(db, study.id, series.id, fakeJpeg('series'));
+      const token = clinic.token1;
+      const calls: Array<[string, () => Promise<{ status: number }>]> = [
+        ['study.view', () => client.get(`/api/studies/${study.id}`, { token })],
+        ['study.thumbnail', () => client.get(`/api/studies/${study.id}/thumbnail`, { token })],
+        ['series.thumbnail', () => client.get(`/api/studies/${study.id}/series/${series.id}/thumbnail`, { token })],
+        ['study.image', () => client.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token })],
+        ['viewer_token.issue', () => client.post('/api/viewer/token', { token, body: { study_id: study.id } })],
+      ];
+      for (const [action, call] of calls) {
+        expect({ action, status: (await call()).status }).toEqual({ action, status: 200 });
+      }
+      // Lists and series lists show what exists; they open nothing.
+      expect((await client.get('/api/studies', { token })).status).toBe(200);
+      expect((await client.get(`/api/studies/${study.id}/series`, { token })).status).toBe(200);
+      await audit.flush();
+      const rows = await rowsFor(study.id);
+      expect(rows.map((r) => [r.action, r.user_id, r.tenant_id, r.target_id])).toEqual([
+        ['study.view', clinic.user1.id, clinic.tenant.id, null],
+        ['study.thumbnail', clinic.user1.id, clinic.tenant.id, null],
+        ['series.thumbnail', clinic.user1.id, clinic.tenant.id, series.id],
+        ['study.image', clinic.user1.id, clinic.tenant.id, instance.id],
+        ['viewer_token.issue', clinic.user1.id, clinic.tenant.id, null],
+      ]);
+    });
+
+    it('logs nothing when the study is another unit\'s or another clinic\'s (404)', async () => {
+      const clinic = await createClinic(db, client);
+      const other = await createClinic(db, client);
+      const { study: unit2Study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit2.id);
+      const { study: theirs, instance } = await createImagedStudy(db, other.tenant.id, other.unit1.id);
+      await createThumbnail(db, theirs.id, null, fakeJpeg('theirs'));
+      const token = clinic.token1;
+      expect((await client.get(`/api/studies/${unit2Study.id}`, { token })).status).toBe(404);
+      expect((await client.get(`/api/studies/${theirs.id}`, { token })).status).toBe(404);
+      expect((await client.get(`/api/studies/${theirs.id}/thumbnail`, { token })).status).toBe(404);
+      expect((await client.get(`/api/studies/${theirs.id}/instances/${instance.id}/rendered`, { token })).status).toBe(404);
+      expect((await client.post('/api/viewer/token', { token, body: { study_id: theirs.id } })).status).toBe(404);
+      await audit.flush();
+      expect(await rowsFor(unit2Study.id)).toEqual([]);
+      expect(await rowsFor(theirs.id)).toEqual([]);
+    });
+  });
+
   it('writes what is still buffered when the application shuts down', async () => {
-    const clinic = await createClinic(db, http);
+    const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
     const url = loadConfig().DATABASE_URL;
-    expect((await http.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status).toBe(200);
+    expect((await client.get(`/api/__audit_test__/studies/${study.id}`, { token: clinic.token1 })).status).toBe(200);
     expect(audit.pending).toBeGreaterThan(0);
     await app.close();
     closed = true;
