@@ -47,6 +47,11 @@ describe('extractStudyUids', () => {
     ['a double-encoded comma', `/dicom-web/studies?StudyInstanceUID=${A}%252C${B}`],
     ['a UID longer than 64 characters', `/dicom-web/studies/${'1.'.repeat(32)}1`],
     ['a good UID with a bad one', `/dicom-web/studies/${A}?StudyInstanceUID=*`],
+    ['a dot-dot segment to another study', `/dicom-web/studies/${A}/../${B}/series`],
+    ['a dot-dot segment at the end', `/dicom-web/studies/${A}/series/..`],
+    ['a dot segment', `/dicom-web/studies/${A}/./series`],
+    ['an encoded slash', `/dicom-web/studies/${A}/..%2F${B}`],
+    ['encoded dots', `/dicom-web/studies/${A}/%2e%2E/${B}`],
   ])('refuses %s', (_, uri) => {
     expect(extractStudyUids(uri)).toBeNull();
   });

@@ -12,6 +12,11 @@ const STUDY_UID_KEYS = new Set(['0020000d', 'studyinstanceuid', 'studyinstanceui
 const UID = /^[0-9]+(\.[0-9]+)*$/;
 const MAX_UID_LENGTH = 64;
 const PATH_STUDY = /\/studies\/([^/]*)/gi;
+/**
+ * Dot segments and encoded slashes: after normalisation such a path reaches another resource than
+ * the one read here (`/studies/<ours>/../<theirs>`), so it is refused outright.
+ */
+const PATH_TRICK = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f/i;
 
 export function extractStudyUids(originalUri: string | undefined | null): string[] | null {
   if (typeof originalUri !== 'string' || originalUri.length === 0) return null;
@@ -19,6 +24,7 @@ export function extractStudyUids(originalUri: string | undefined | null): string
   const queryAt = withoutFragment.indexOf('?');
   const path = queryAt === -1 ? withoutFragment : withoutFragment.slice(0, queryAt);
   const query = queryAt === -1 ? '' : withoutFragment.slice(queryAt + 1);
+  if (PATH_TRICK.test(path)) return null;
 
   const values: string[] = [];
   for (const match of path.matchAll(PATH_STUDY)) values.push(match[1]);
