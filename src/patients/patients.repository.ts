@@ -4,6 +4,7 @@ import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
 import { Patient } from '../database/entities';
+import { ListTotals } from '../studies/list-totals';
 
 /**
  * Patients as the caller may see them: a patient belongs to a tenant only, so a unit-scoped caller
@@ -11,7 +12,10 @@ import { Patient } from '../database/entities';
  */
 @Injectable()
 export class PatientsRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly totals: ListTotals,
+  ) {}
 
   private visible(scope: DataScope): SelectQueryBuilder<Patient> {
     const tenant = scopeCondition(scope, { tenant: 'p.tenant_id' });
@@ -48,9 +52,20 @@ export class PatientsRepository {
       .addOrderBy('p.id', 'ASC')
       .offset(offset)
       .limit(limit);
-    const count = this.filtered(scope, search).select('COUNT(*)::int', 'total');
-    const [rows, counted] = await Promise.all([page.getMany(), count.getRawOne<{ total: number }>()]);
-    return { rows, total: counted?.total ?? 0 };
+    const [rows, total] = await Promise.all([page.getMany(), this.total(scope, search)]);
+    return { rows, total };
+  }
+
+  /**
+   * Exact totals without counting a tenant's patients per page: unfiltered, the tenant's counter
+   * (patient_counts); a search, or a unit's patients (no counter holds those), counted once per
+   * scope version and kept (ListTotals).
+   */
+  private async total(scope: DataScope, search: string | undefined): Promise<number> {
+    const counters = await this.totals.patients(scope);
+    if (!search && counters.total !== null) return counters.total;
+    const key = JSON.stringify(['patients', scope, search ?? null]);
+    return this.totals.cached(key, counters.version, this.filtered(scope, search), this.totals.patientVersion(scope));
   }
 
   findPatient(scope: DataScope, id: string): Promise<Patient | null> {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ListTotals } from './list-totals';
 import { SeriesController } from './series.controller';
 import { StudiesController } from './studies.controller';
 import { StudiesRepository } from './studies.repository';
@@ -7,7 +8,7 @@ import { StudyImagesService } from './study-images.service';
 
 @Module({
   controllers: [StudiesController, SeriesController],
-  providers: [StudiesRepository, StudiesService, StudyImagesService],
-  exports: [StudiesRepository, StudiesService],
+  providers: [StudiesRepository, StudiesService, StudyImagesService, ListTotals],
+  exports: [StudiesRepository, StudiesService, ListTotals],
 })
 export class StudiesModule {}

@@ -4,6 +4,7 @@ import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
+import { ListTotals } from './list-totals';
 
 export interface StudyFilter {
   search?: string;
@@ -58,7 +59,10 @@ const columns = (alias: string, names: string[]) => names.map((name) => `${alias
  */
 @Injectable()
 export class StudiesRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly totals: ListTotals,
+  ) {}
 
   private scoped(scope: DataScope): SelectQueryBuilder<Study> {
     const scopeSql = scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' });
@@ -84,9 +88,10 @@ export class StudiesRepository {
   }
 
   /**
-   * One page in list order, and the total over the same conditions (a plain COUNT(*)).
+   * One page in list order, and the total over the same conditions.
    * The page is a deferred join: the ids of the page are found first (for a tenant, an index-only
    * scan of studies_tenant_order_idx, however deep the page), and only those 15 rows are read whole.
+   * The total never counts a whole scope per page: see total().
    */
   async listStudies(
     scope: DataScope,
@@ -109,9 +114,32 @@ export class StudiesRepository {
       .orderBy('page.study_date', 'DESC')
       .addOrderBy('page.created_at', 'DESC')
       .addOrderBy('page.id', 'DESC');
-    const count = this.filtered(scope, filter).select('COUNT(*)::int', 'total');
-    const [rows, counted] = await Promise.all([page.getMany(), count.getRawOne<{ total: number }>()]);
-    return { rows, total: counted?.total ?? 0 };
+    const [rows, total] = await Promise.all([page.getMany(), this.total(scope, filter)]);
+    return { rows, total };
+  }
+
+  /**
+   * Exact totals at the cost of a few rows: unfiltered, the scope's counters (study_counts, one row
+   * per unit), less the excluded study when it is in the scope; a patient's studies, a direct count
+   * (a handful of rows on studies_patient_order_idx); a search, counted once per scope version and
+   * kept (ListTotals), because a common name fragment matches tens of thousands of rows that only a
+   * heap visit each can confirm.
+   */
+  private async total(scope: DataScope, filter: StudyFilter): Promise<number> {
+    if (filter.search) {
+      const { version } = await this.totals.studies(scope);
+      const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
+      return this.totals.cached(key, version, this.filtered(scope, filter), this.totals.studyVersion(scope));
+    }
+    if (filter.patientUuid) {
+      const counted = await this.filtered(scope, filter).select('COUNT(*)::int', 'total').getRawOne<{ total: number }>();
+      return counted?.total ?? 0;
+    }
+    const [{ total }, excluded] = await Promise.all([
+      this.totals.studies(scope),
+      filter.excludeId ? this.studyExists(scope, filter.excludeId) : Promise.resolve(false),
+    ]);
+    return excluded ? total - 1 : total;
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */
