@@ -58,6 +58,7 @@ interface Figures {
   webhookToCompleteMs: number;
   studyJobMs: number;
   indexJobMs: number;
+  indexPhasesMs: Record<string, number>;
   orthancCalls: number;
   callsByKind: Record<string, number>;
   instancesPerSecond: number;
@@ -136,17 +137,26 @@ async function main(): Promise<void> {
   if (options.fallback) scenarios.push({ name: 'no DICOMweb plugin (per-instance fallback)', dicomWeb: false, rerun: false });
 
   const results: Figures[] = [];
+  const orthancs: OrthancInstance[] = [];
   try {
+    let storage: string | undefined;
     for (const scenario of scenarios) {
-      results.push(...(await runScenario(scenario, study, options)));
+      const { figures, orthanc } = await runScenario(scenario, study, orthancs, storage);
+      storage ??= join(orthanc.dir, 'db');
+      results.push(...figures);
     }
+  } catch (error) {
+    console.error('benchmark failed:', error);
+    process.exitCode = 1;
   } finally {
+    for (const orthanc of orthancs.reverse()) await orthanc.destroy();
     if (!options.keep) {
       await fs.rm(workDir, { recursive: true, force: true });
       await dropEverything(env.DATABASE_URL, database, env.QUEUE_PREFIX);
     }
   }
 
+  if (process.exitCode) return;
   console.log('\nResults');
   console.table(
     results.map((r) => ({
@@ -161,7 +171,8 @@ async function main(): Promise<void> {
     })),
   );
   for (const r of results) {
-    console.log(`\nOrthanc calls, ${r.scenario}:`);
+    const phases = Object.entries(r.indexPhasesMs).map(([phase, ms]) => `${phase} ${ms} ms`).join(', ');
+    console.log(`\n${r.scenario}\n  index job phases: ${phases}\n  Orthanc calls:`);
     for (const [kind, count] of Object.entries(r.callsByKind).sort((a, b) => b[1] - a[1])) {
       console.log(`  ${String(count).padStart(5)}  GET ${kind}`);
     }
@@ -176,14 +187,27 @@ async function main(): Promise<void> {
   console.log(`\nWritten to ${file}`);
 }
 
-async function runScenario(scenario: Scenario, study: WrittenStudy, options: Options): Promise<Figures[]> {
+/**
+ * One scenario on its own Orthanc. `storage`: the storage folder of an earlier (stopped) Orthanc that
+ * already holds the study, so it is sent only once.
+ */
+async function runScenario(
+  scenario: Scenario,
+  study: WrittenStudy,
+  started: OrthancInstance[],
+  storage?: string,
+): Promise<{ figures: Figures[]; orthanc: OrthancInstance }> {
   console.log(`\n== ${scenario.name}`);
   const orthanc = await startOrthanc({
     stableAge: 1,
     // Posts nowhere: the benchmark posts the webhook itself, to start the clock exactly.
     webhookUrl: 'http://127.0.0.1:9/api/imgsrv/webhook',
-    extraConfig: scenario.dicomWeb ? {} : { Plugins: [] },
+    extraConfig: {
+      ...(scenario.dicomWeb ? {} : { Plugins: [] }),
+      ...(storage ? { StorageDirectory: storage, IndexDirectory: storage } : {}),
+    },
   });
+  started.push(orthanc);
   let api: NestFastifyApplication | undefined;
   let worker: INestApplicationContext | undefined;
   try {
@@ -193,10 +217,12 @@ async function runScenario(scenario: Scenario, study: WrittenStudy, options: Opt
       IMGSRV_PASSWORD: orthanc.password,
     });
     const config = loadConfig();
-    const sentAt = Date.now();
-    await sendWithStorescu(study.files, { aet: 'BENCH_CT', port: orthanc.dicomPort, chunkSize: 500 });
+    if (!storage) {
+      const sentAt = Date.now();
+      await sendWithStorescu(study.files, { aet: 'BENCH_CT', port: orthanc.dicomPort, chunkSize: 500 });
+      console.log(`sent ${study.files.length} instances with storescu in ${Date.now() - sentAt} ms`);
+    }
     const imgsrvStudyId = await lookupStudy(orthanc, study.studyInstanceUid);
-    console.log(`sent ${study.files.length} instances with storescu in ${Date.now() - sentAt} ms; Orthanc study ${imgsrvStudyId}`);
     await waitFor('Orthanc to call the study stable', async () => (await orthancJson(orthanc, `/studies/${imgsrvStudyId}`)).IsStable, 60_000);
 
     api = await createApiApp(config);
@@ -270,6 +296,7 @@ async function runScenario(scenario: Scenario, study: WrittenStudy, options: Opt
         webhookToCompleteMs: completeMs,
         studyJobMs: durations.study,
         indexJobMs: durations.index,
+        indexPhasesMs: durations.phases,
         orthancCalls: calls.length,
         callsByKind: byKind,
         instancesPerSecond: Math.round((study.files.length / completeMs) * 1000),
@@ -277,11 +304,12 @@ async function runScenario(scenario: Scenario, study: WrittenStudy, options: Opt
       });
       console.log(`${name}: complete in ${completeMs} ms with ${calls.length} calls to Orthanc`);
     }
-    return figures;
+    return { figures, orthanc };
   } finally {
     await worker?.close();
     await api?.close();
-    await orthanc.destroy();
+    // Stopped, not deleted: the next scenario reads the same storage.
+    await orthanc.stop();
   }
 }
 
@@ -290,17 +318,24 @@ async function indexedAt(db: DataSource, imgsrvStudyId: string): Promise<Date | 
   return row?.indexed_at ?? null;
 }
 
-/** Run time of the latest finished study job and index job of the study, from Bull's own timestamps. */
-async function jobDurations(worker: INestApplicationContext, imgsrvStudyId: string): Promise<{ study: number; index: number }> {
+/**
+ * Run time of the latest finished study job and index job of the study, from Bull's own
+ * timestamps, and the index job's own account of its phases.
+ */
+async function jobDurations(
+  worker: INestApplicationContext,
+  imgsrvStudyId: string,
+): Promise<{ study: number; index: number; phases: Record<string, number> }> {
   const latest = async (queueName: string) => {
     const jobs = (await worker.get<Queue>(getQueueToken(queueName)).getJobs(['completed'])).filter(
       (job) => job?.data?.imgsrvStudyId === imgsrvStudyId && job.finishedOn,
     );
     jobs.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0));
-    const job = jobs[0];
-    return job ? (job.finishedOn ?? 0) - (job.processedOn ?? 0) : 0;
+    return jobs[0];
   };
-  return { study: await latest(STUDY_QUEUE), index: await latest(INDEX_QUEUE) };
+  const runTime = (job?: { finishedOn?: number; processedOn?: number }) => (job ? (job.finishedOn ?? 0) - (job.processedOn ?? 0) : 0);
+  const index = await latest(INDEX_QUEUE);
+  return { study: runTime(await latest(STUDY_QUEUE)), index: runTime(index), phases: index?.returnvalue?.timingsMs ?? {} };
 }
 
 async function orthancJson(orthanc: OrthancInstance, path: string): Promise<any> {
@@ -337,7 +372,7 @@ async function dropEverything(url: string, database: string, prefix: string): Pr
 }
 
 main().then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error) => {
     console.error(error);
     process.exit(1);

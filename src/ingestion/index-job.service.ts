@@ -27,6 +27,19 @@ export interface IndexJobResult {
   instances?: number;
   thumbnails?: number;
   geometryCalls?: { qido: number; perInstance: number };
+  /** Where the time went: image-server listings, geometry, thumbnails, the database transaction. */
+  timingsMs?: { listings: number; geometry: number; thumbnails: number; write: number };
+}
+
+/** Each call returns the milliseconds since the previous one. */
+function stopwatch(): () => number {
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    const elapsed = Math.round(now - last);
+    last = now;
+    return elapsed;
+  };
 }
 
 interface SeriesPlan {
@@ -54,6 +67,7 @@ export class IndexJobService {
     const study = await this.repository.findStudy(data.imgsrvStudyId);
     if (!study) return { outcome: 'unknown-study' };
 
+    const clock = stopwatch();
     let seriesList: OrthancSeries[];
     let instanceList: OrthancInstance[];
     try {
@@ -69,10 +83,13 @@ export class IndexJobService {
       throw error;
     }
 
+    const listings = clock();
     const plans = this.plan(seriesList, instanceList);
     const counters = { qido: 0, perInstance: 0 };
     const geometry = await this.geometry(study.study_instance_uid, plans, counters);
+    const geometryMs = clock();
     const { studyThumbnail, seriesThumbnails } = await this.thumbnails(plans, geometry);
+    const thumbnailsMs = clock();
 
     const series: IndexedSeries[] = plans.map((p) => ({ ...p.fields, instance_count: p.instances.length }));
     const instances: IndexedInstance[] = plans.flatMap((p) =>
@@ -102,12 +119,14 @@ export class IndexJobService {
       lastUpdate: data.lastUpdate,
     });
     if (!written) return { outcome: 'unknown-study' };
+    const write = clock();
     return {
       outcome: 'indexed',
       series: series.length,
       instances: instances.length,
       thumbnails: seriesThumbnails.size + (studyThumbnail ? 1 : 0),
       geometryCalls: counters,
+      timingsMs: { listings, geometry: geometryMs, thumbnails: thumbnailsMs, write },
     };
   }
 

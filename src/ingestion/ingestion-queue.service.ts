@@ -35,6 +35,9 @@ export interface QueuedJob {
 /** States in which a job has not started yet: a new request for the same study can join it. */
 const NOT_STARTED = new Set(['waiting', 'delayed', 'paused']);
 
+/** How long the follow-up of a running job waits before it may start. */
+export const FOLLOW_UP_DELAY_MS = 2000;
+
 /** A generation key lives this long after its last use; when it expires, the job-state check still holds. */
 const GENERATION_TTL_SECONDS = 30 * 24 * 3600;
 
@@ -51,11 +54,14 @@ return current`;
  * Adds ingestion jobs so that duplicates collapse but nothing is lost.
  *
  * Job ids are `<kind>:<study id>:<generation>`. A burst of requests for a study whose job is still
- * waiting lands on the same id, and Bull keeps one job. Once that job has started (or finished: Bull
- * keeps completed and failed jobs and silently ignores an add with their id) the next request finds
- * it not waiting, moves the study's generation on (atomically, so a burst moves it once) and adds a
- * fresh job: a request that arrives after a run started always leads to a new run, which re-reads
- * the image server.
+ * waiting lands on the same id, and Bull keeps one job. Once a job has started (or finished: Bull
+ * keeps completed and failed jobs and silently ignores an add with their id), a request that finds
+ * it there moves the study's generation on (atomically, so a burst moves it once) and adds a fresh
+ * job: a request that arrives after a run started always leads to a new run, which re-reads the
+ * image server. A job that came into being, or started, after the request arrived serves it too
+ * (idle workers take a job at once, while the rest of a burst is still arriving). That comparison
+ * uses the API's and the worker's clocks; skew between them only costs an extra run, or joins a
+ * run that began that much earlier, on data that Orthanc had already kept still for StableAge.
  */
 @Injectable()
 export class IngestionQueue {
@@ -75,14 +81,27 @@ export class IngestionQueue {
   }
 
   private async add(queue: Queue, kind: string, imgsrvStudyId: string, data: object, options: JobOptions = {}): Promise<QueuedJob> {
+    const arrivedAt = Date.now();
     const key = `ingest:generation:${kind}:${imgsrvStudyId}`;
     let generation = (await this.redis.get(key)) ?? '';
     for (let tries = 0; tries < 5; tries++) {
       const jobId = `${kind}:${imgsrvStudyId}:${generation || '0'}`;
-      const existedBefore = (await queue.getJob(jobId)) !== null;
-      const job = await queue.add(kind, data, { ...options, jobId });
-      const state = await job.getState();
-      if (NOT_STARTED.has(state)) return { jobId, created: !existedBefore };
+      const existing = await queue.getJob(jobId);
+      if (!existing) {
+        // Either this creates the job, or joins one another request created a moment ago: both
+        // came into being after this request arrived, so their run reads what it announced.
+        await queue.add(kind, data, { ...options, jobId });
+        return { jobId, created: true };
+      }
+      const state = await existing.getState();
+      if (NOT_STARTED.has(state)) return { jobId, created: false };
+      // A run that began after this request arrived (an idle worker took a job of the same burst)
+      // reads what this request announced: no need for another.
+      const startedAfterArrival = (existing.processedOn ?? 0) >= arrivedAt;
+      if ((state === 'active' || state === 'completed') && startedAfterArrival) return { jobId, created: false };
+      // While a run is in progress, its follow-up waits a moment, so the rest of a burst joins it
+      // instead of each request that arrives after a worker picked the last one starting its own.
+      if (state === 'active') options = { ...options, delay: FOLLOW_UP_DELAY_MS };
       const next = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
       generation = String(await this.redis.eval(ADVANCE_GENERATION, 1, key, generation, next, GENERATION_TTL_SECONDS));
     }

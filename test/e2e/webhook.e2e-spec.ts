@@ -2,6 +2,7 @@ import { getQueueToken } from '@nestjs/bull';
 import type { Queue } from 'bull';
 import { randomBytes } from 'crypto';
 import { STUDY_QUEUE } from '../../src/common/queues/queues.module';
+import { FOLLOW_UP_DELAY_MS } from '../../src/ingestion/ingestion-queue.service';
 import { createTestApp, TestApp } from '../support/app';
 
 /** An id in Orthanc's format, new for every test so queue state never leaks between tests. */
@@ -177,9 +178,14 @@ describe('POST /api/imgsrv/webhook', () => {
       expect(await started.getState()).toBe('active');
 
       await Promise.all(Array.from({ length: 5 }, () => post({ ID: id })));
-      const rerun = await jobsFor(id);
+      // One follow-up for the five, held back a moment so that later duplicates still join it.
+      const rerun = await jobsFor(id, ['waiting', 'delayed']);
       expect(rerun).toHaveLength(1);
       expect(rerun[0].id).not.toBe(waiting.id);
+      expect(await rerun[0].getState()).toBe('delayed');
+      expect(rerun[0].opts.delay).toBe(FOLLOW_UP_DELAY_MS);
+      await post({ ID: id });
+      expect(await jobsFor(id, ['waiting', 'delayed'])).toHaveLength(1);
       await started.moveToCompleted('done', true, true);
     });
 

@@ -339,12 +339,27 @@ describe('Ingestion against a real Orthanc', () => {
     expect(count).toBe(1);
   });
 
-  it('duplicates nothing after 10 simultaneous webhooks for one study', async () => {
+  it('runs a study once per webhook, and at most twice for 10 simultaneous webhooks, duplicating nothing', async () => {
+    await settled(ctId);
+    const runs = async (queueName: string) =>
+      (await queueOf(queueName).getJobs(['completed'])).filter((job) => job?.data?.imgsrvStudyId === ctId).length;
+    const single = (await snapshot(ctId))!;
+    const [studyRuns, indexRuns] = [await runs(STUDY_QUEUE), await runs(INDEX_QUEUE)];
+    expect((await webhook(ctId)).status).toBe(200);
+    await indexed(ctId, 5, single.indexedAt);
+    await settled(ctId);
+    // Idle workers take the job at once: that must not read as "already started" and run it again.
+    expect([(await runs(STUDY_QUEUE)) - studyRuns, (await runs(INDEX_QUEUE)) - indexRuns]).toEqual([1, 1]);
+
     const before = (await snapshot(ctId))!;
+    const burstRuns = await runs(STUDY_QUEUE);
     const answers = await Promise.all(Array.from({ length: 10 }, () => webhook(ctId)));
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
     await indexed(ctId, 5, before.indexedAt);
     await settled(ctId);
+    // One run, plus one more when some of the burst arrived after that run had started.
+    expect((await runs(STUDY_QUEUE)) - burstRuns).toBeGreaterThanOrEqual(1);
+    expect((await runs(STUDY_QUEUE)) - burstRuns).toBeLessThanOrEqual(2);
     const after = (await snapshot(ctId))!;
     expect(after.series).toHaveLength(2);
     expect(after.instances).toHaveLength(5);
