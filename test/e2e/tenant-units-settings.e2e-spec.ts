@@ -226,8 +226,9 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       const res = await t.http.get('/api/docs-json');
       expect(res.status).toBe(200);
       const doc = res.body;
-      const schemas = doc.components.schemas as Record<string, { properties?: Record<string, unknown> }>;
-      const resolve = (schema: { $ref?: string }) => (schema.$ref ? schemas[schema.$ref.split('/').pop()!] : schema);
+      type Schema = { $ref?: string; properties?: Record<string, unknown> };
+      const schemas = doc.components.schemas as Record<string, Schema>;
+      const resolve = (schema: Schema): Schema => (schema.$ref ? schemas[schema.$ref.split('/').pop()!] : schema);
       for (const [path, method, success, hasBody] of endpoints) {
         const operation = doc.paths[path]?.[method];
         expect({ path, method, documented: Boolean(operation) }).toEqual({ path, method, documented: true });
