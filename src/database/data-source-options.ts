@@ -12,7 +12,9 @@ export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',
     synchronize: false,
-    logging: ['error'],
+    // TypeORM's error log prints a failed query's parameters (password hashes, signatures);
+    // failures reach the error filter, which logs them without parameters.
+    logging: false,
     extra: { max: 20, connectionTimeoutMillis: 5000 },
   };
 }
