@@ -1,10 +1,33 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
+import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
 import { Patient } from '../database/entities';
-import { ListTotals } from '../studies/list-totals';
+import { ListTotals, searchPlan } from '../studies/list-totals';
+import { SqlParams } from '../studies/sql-params';
+
+const LIST_COLUMNS = [
+  'p.id',
+  'p.tenant_id',
+  'p.patient_id',
+  'p.patient_name',
+  'p.patient_birth_date::text AS patient_birth_date',
+  'p.patient_sex',
+  'p.created_at',
+  'p.updated_at',
+].join(', ');
+const LIST_ORDER = 'p.patient_name ASC, p.created_at DESC, p.id ASC';
+// The same order through an expression (name || '' is the name) that no index provides.
+const LIST_ORDER_UNINDEXED = "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC";
+const DIRECT_OFFSET_MAX = 300;
+
+type ListRow = Patient & { _total: string | null };
+
+function toPatientRow(row: ListRow): Patient {
+  const { _total: _ignored, ...patient } = row;
+  return patient as Patient;
+}
 
 /**
  * Patients as the caller may see them: a patient belongs to a tenant only, so a unit-scoped caller
@@ -27,45 +50,79 @@ export class PatientsRepository {
     return qb;
   }
 
-  private filtered(scope: DataScope, search?: string): SelectQueryBuilder<Patient> {
-    const qb = this.visible(scope);
-    if (search) {
-      const pattern = likePattern(search);
-      qb.andWhere(
-        new Brackets((or) =>
-          or.where('p.patient_name ILIKE :pattern', { pattern }).orWhere('p.patient_id ILIKE :pattern'),
-        ),
-      );
+  /** The list conditions as SQL with positional parameters (opaqueSearch: see StudiesRepository). */
+  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, opaqueSearch = false): string {
+    const parts = [p.bind(scopeCondition(scope, { tenant: 'p.tenant_id' }))];
+    if (scope.kind === 'unit') {
+      const studies = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
+      parts.push(`EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studies})`);
     }
-    return qb;
+    if (search) {
+      const pattern = p.add(likePattern(search));
+      const match = `p.patient_name ILIKE ${pattern} OR p.patient_id ILIKE ${pattern}`;
+      parts.push(opaqueSearch ? `coalesce(${match}, false)` : `(${match})`);
+    }
+    return parts.join(' AND ');
   }
 
+  /** One page in list order (deep pages: ids first, from patients_tenant_order_idx alone). */
+  private pageSql(where: string, extra: string, p: SqlParams, offset: number, limit: number, unindexedOrder = false): string {
+    const order = unindexedOrder ? LIST_ORDER_UNINDEXED : LIST_ORDER;
+    const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
+    if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${LIST_COLUMNS}, ${extra} FROM patients p WHERE ${where} ${page}`;
+    return `SELECT ${LIST_COLUMNS}, ${extra} FROM patients p
+             WHERE p.id IN (SELECT p.id FROM patients p WHERE ${where} ${page}) ORDER BY ${LIST_ORDER}`;
+  }
+
+  /**
+   * One page in list order and the exact total, without counting a tenant's patients per page:
+   * unfiltered, the tenant's counter (patient_counts) in the page's own statement; a search, or a
+   * unit's patients (no counter holds those), counted once per scope version and kept (ListTotals),
+   * the count then choosing the page's plan (searchPlan).
+   */
   async listPatients(
     scope: DataScope,
     search: string | undefined,
     offset: number,
     limit: number,
   ): Promise<{ rows: Patient[]; total: number }> {
-    const page = this.filtered(scope, search)
-      .orderBy('p.patient_name', 'ASC')
-      .addOrderBy('p.created_at', 'DESC')
-      .addOrderBy('p.id', 'ASC')
-      .offset(offset)
-      .limit(limit);
-    const [rows, total] = await Promise.all([page.getMany(), this.total(scope, search)]);
-    return { rows, total };
-  }
+    if (!search && scope.kind !== 'unit') {
+      const p = new SqlParams();
+      const where = this.conditions(scope, search, p);
+      const total = this.totals.patients(scope, p).total as string;
+      const rows: ListRow[] = await this.db.query(this.pageSql(where, `${total} AS _total`, p, offset, limit), p.values);
+      if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total) };
+      const q = new SqlParams();
+      const [row] = await this.db.query(`SELECT ${this.totals.patients(scope, q).total} AS _total`, q.values);
+      return { rows: [], total: Number(row._total) };
+    }
 
-  /**
-   * Exact totals without counting a tenant's patients per page: unfiltered, the tenant's counter
-   * (patient_counts); a search, or a unit's patients (no counter holds those), counted once per
-   * scope version and kept (ListTotals).
-   */
-  private async total(scope: DataScope, search: string | undefined): Promise<number> {
-    const counters = await this.totals.patients(scope);
-    if (!search && counters.total !== null) return counters.total;
+    const p = new SqlParams();
+    const counters = this.totals.patients(scope, p);
+    // A unit user's list walks the tenant's patients in order: their number sizes the walk.
+    const tenantRows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }));
+    const [meta]: Array<{ version: string; scope: string; everything: string }> = await this.db.query(
+      `SELECT ${counters.version} AS version,
+              (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE ${tenantRows}) AS scope,
+              ${counters.everything} AS everything`,
+      p.values,
+    );
     const key = JSON.stringify(['patients', scope, search ?? null]);
-    return this.totals.cached(key, counters.version, this.filtered(scope, search), this.totals.patientVersion(scope));
+    const total = await this.totals.cached(key, meta.version, async () => {
+      const q = new SqlParams();
+      const where = this.conditions(scope, search, q);
+      const [row] = await this.db.query(
+        `SELECT count(*) AS total, ${this.totals.patients(scope, q).version} AS version FROM patients p WHERE ${where}`,
+        q.values,
+      );
+      return { total: Number(row.total), version: row.version };
+    });
+    if (total <= offset) return { rows: [], total };
+    const plan = search ? searchPlan(total, Number(meta.scope), Number(meta.everything), offset, limit) : 'walk';
+    const q = new SqlParams();
+    const where = this.conditions(scope, search, q, plan === 'walk');
+    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    return { rows: rows.map(toPatientRow), total };
   }
 
   findPatient(scope: DataScope, id: string): Promise<Patient | null> {

@@ -1,74 +1,124 @@
-import type { DataSource, SelectQueryBuilder } from 'typeorm';
-import { ListTotals } from './list-totals';
+import { ListTotals, searchPlan } from './list-totals';
+import { SqlParams } from './sql-params';
 
-/** A stand-in for the count query: answers each count with the next of `answers`, after `gate`. */
-function countQuery(answers: Array<{ total: string; version: string }>, gate: Promise<void> = Promise.resolve()) {
-  const calls: string[] = [];
-  const qb = {
-    select: (sql: string) => (calls.push(sql), qb),
-    addSelect: (sql: string) => (calls.push(sql), qb),
-    setParameters: () => qb,
-    getRawOne: async () => {
+/** A count that answers with the next of `answers`, after `gate`, and records that it ran. */
+function counter(answers: Array<{ total: number; version: string }>, gate: Promise<void> = Promise.resolve()) {
+  const count = Object.assign(
+    async () => {
+      count.calls += 1;
       await gate;
-      return answers.shift();
+      const next = answers.shift();
+      if (!next) throw new Error('unexpected count');
+      return next;
     },
-  };
-  return { qb: qb as unknown as SelectQueryBuilder<object>, calls };
+    { calls: 0 },
+  );
+  return count;
 }
 
-const version = { sql: '(SELECT 1)', params: {} };
-
 describe('ListTotals.cached', () => {
-  const totals = () => new ListTotals({} as DataSource);
-
   it('counts once per key and version, and again when the version moves', async () => {
-    const cache = totals();
-    const first = countQuery([{ total: '42', version: '7.3' }]);
-    expect(await cache.cached('k', '7.3', first.qb, version)).toBe(42);
-    const again = countQuery([{ total: '0', version: '7.3' }]);
-    expect(await cache.cached('k', '7.3', again.qb, version)).toBe(42);
-    expect(again.calls).toEqual([]);
-
-    const moved = countQuery([{ total: '43', version: '9.3' }]);
-    expect(await cache.cached('k', '9.3', moved.qb, version)).toBe(43);
-    expect(moved.calls).toEqual(['COUNT(*)::bigint', '(SELECT 1)']);
+    const totals = new ListTotals();
+    expect(await totals.cached('k', '7.3', counter([{ total: 42, version: '7.3' }]))).toBe(42);
+    const again = counter([]);
+    expect(await totals.cached('k', '7.3', again)).toBe(42);
+    expect(again.calls).toBe(0);
+    const moved = counter([{ total: 43, version: '9.3' }]);
+    expect(await totals.cached('k', '9.3', moved)).toBe(43);
+    expect(moved.calls).toBe(1);
+    expect(await totals.cached('other', '9.3', counter([{ total: 1, version: '9.3' }]))).toBe(1);
   });
 
   it('keeps a count under the version read with it, not the one the caller saw before', async () => {
-    const cache = totals();
+    const totals = new ListTotals();
     // The caller read 5.1, a write committed, the count saw 6.1: it is exact for 6.1 only.
-    expect(await cache.cached('k', '5.1', countQuery([{ total: '10', version: '6.1' }]).qb, version)).toBe(10);
-    const at5 = countQuery([{ total: '9', version: '5.1' }]);
-    expect(await cache.cached('k', '5.1', at5.qb, version)).toBe(9);
-    const at6 = countQuery([]);
-    expect(await cache.cached('k', '6.1', at6.qb, version)).toBe(10);
-    expect(at6.calls).toEqual([]);
+    expect(await totals.cached('k', '5.1', counter([{ total: 10, version: '6.1' }]))).toBe(10);
+    expect(await totals.cached('k', '5.1', counter([{ total: 9, version: '5.1' }]))).toBe(9);
+    const at6 = counter([]);
+    expect(await totals.cached('k', '6.1', at6)).toBe(10);
+    expect(at6.calls).toBe(0);
   });
 
   it('shares one count between concurrent misses of the same key and version only', async () => {
-    const cache = totals();
+    const totals = new ListTotals();
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const shared = countQuery([{ total: '5', version: '1.1' }], gate);
-    const second = countQuery([{ total: '99', version: '1.1' }]);
-    const otherVersion = countQuery([{ total: '6', version: '2.1' }]);
-    const a = cache.cached('k', '1.1', shared.qb, version);
-    const b = cache.cached('k', '1.1', second.qb, version);
-    const c = cache.cached('k', '2.1', otherVersion.qb, version);
+    const shared = counter([{ total: 5, version: '1.1' }], gate);
+    const second = counter([{ total: 99, version: '1.1' }]);
+    const otherVersion = counter([{ total: 6, version: '2.1' }]);
+    const pending = [
+      totals.cached('k', '1.1', shared),
+      totals.cached('k', '1.1', second),
+      totals.cached('k', '2.1', otherVersion),
+    ];
     open();
-    expect(await Promise.all([a, b, c])).toEqual([5, 5, 6]);
-    expect(second.calls).toEqual([]);
+    expect(await Promise.all(pending)).toEqual([5, 5, 6]);
+    expect(second.calls).toBe(0);
   });
 
   it('does not keep a failed count', async () => {
-    const cache = totals();
-    const failing = {
-      select: () => failing,
-      addSelect: () => failing,
-      setParameters: () => failing,
-      getRawOne: () => Promise.reject(new Error('connection lost')),
-    } as unknown as SelectQueryBuilder<object>;
-    await expect(cache.cached('k', '1.1', failing, version)).rejects.toThrow('connection lost');
-    expect(await cache.cached('k', '1.1', countQuery([{ total: '3', version: '1.1' }]).qb, version)).toBe(3);
+    const totals = new ListTotals();
+    await expect(totals.cached('k', '1.1', () => Promise.reject(new Error('connection lost')))).rejects.toThrow(
+      'connection lost',
+    );
+    expect(await totals.cached('k', '1.1', counter([{ total: 3, version: '1.1' }]))).toBe(3);
+  });
+});
+
+describe('ListTotals SQL', () => {
+  it('binds the scope of each counter expression as positional parameters', () => {
+    const totals = new ListTotals();
+    const p = new SqlParams();
+    const studies = totals.studies({ kind: 'unit', tenantId: 't', unitId: 'u' }, p);
+    expect(studies.total).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2)');
+    expect(studies.version).toContain('::text');
+    expect(p.values).toEqual(['t', 'u']);
+
+    const q = new SqlParams();
+    const patients = totals.patients({ kind: 'unit', tenantId: 't', unitId: 'u' }, q);
+    expect(patients.total).toBeNull();
+    expect(patients.version).toContain('patient_counts');
+    expect(patients.version).toContain('study_counts');
+    expect(q.values).toEqual(['t', 't', 'u']);
+
+    const r = new SqlParams();
+    expect(totals.patients({ kind: 'none' }, r).total).toBe('(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE FALSE)');
+    expect(totals.studies({ kind: 'all' }, r).total).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE)');
+    expect(r.values).toEqual([]);
+  });
+});
+
+describe('SqlParams', () => {
+  it('numbers values in order and binds named fragments without touching casts', () => {
+    const p = new SqlParams();
+    expect(p.add(1)).toBe('$1');
+    expect(p.bind({ sql: 'a = :x AND b::text = :y AND c = :x', params: { x: 'X', y: 'Y' } })).toBe(
+      'a = $2 AND b::text = $3 AND c = $4',
+    );
+    expect(p.values).toEqual([1, 'X', 'Y', 'X']);
+  });
+
+  it('refuses a fragment with a parameter it was not given', () => {
+    expect(() => new SqlParams().bind({ sql: 'a = :missing', params: {} })).toThrow('Unbound SQL parameter :missing');
+  });
+});
+
+describe('searchPlan', () => {
+  it('walks the list order for a common fragment and collects the matches of a rare one', () => {
+    // Largest tenant: 200,000 studies of 1,000,000.
+    expect(searchPlan(38_000, 200_000, 1_000_000, 0, 15)).toBe('walk'); // "silva"
+    expect(searchPlan(2_900, 200_000, 1_000_000, 0, 15)).toBe('walk'); // a surname on 1.4%
+    expect(searchPlan(600, 200_000, 1_000_000, 0, 15)).toBe('trigram'); // a rare surname
+    expect(searchPlan(1, 200_000, 1_000_000, 0, 15)).toBe('trigram'); // an accession number
+  });
+
+  it('collects the matches when a deep page would make the walk long', () => {
+    expect(searchPlan(2_900, 200_000, 1_000_000, 0, 15)).toBe('walk');
+    expect(searchPlan(2_900, 200_000, 1_000_000, 2_700, 15)).toBe('trigram');
+  });
+
+  it('weighs a small tenant by the whole table the trigram indexes cover', () => {
+    expect(searchPlan(40, 2_000, 1_000_000, 0, 15)).toBe('walk');
+    expect(searchPlan(0, 2_000, 1_000_000, 0, 15)).toBe('trigram');
   });
 });

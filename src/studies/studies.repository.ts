@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
+import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
-import { ListTotals } from './list-totals';
+import { ListTotals, searchPlan } from './list-totals';
+import { SqlParams } from './sql-params';
 
 export interface StudyFilter {
   search?: string;
@@ -51,6 +52,25 @@ const PATIENT_COLUMNS = [
 
 const columns = (alias: string, names: string[]) => names.map((name) => `${alias}.${name}`);
 
+// The list's columns as the API returns them: dates as YYYY-MM-DD text, not JavaScript dates.
+const LIST_COLUMNS = STUDY_COLUMNS.map((name) =>
+  name === 'study_date' || name === 'patient_birth_date' ? `s.${name}::text AS ${name}` : `s.${name}`,
+).join(', ');
+const LIST_ORDER = 's.study_date DESC, s.created_at DESC, s.id DESC';
+// The same order through an expression (date + 0 is the date) that no index provides.
+const LIST_ORDER_UNINDEXED = '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC';
+// Up to this offset (20 pages) one ordered scan reads the page directly; below it, skipping rows
+// costs a heap visit each and finding the ids first (deferred join) is cheaper.
+const DIRECT_OFFSET_MAX = 300;
+
+type ListRow = Study & { _total: string | null };
+
+/** A list row as the entity the response mapping expects (the extra column dropped). */
+function toStudyRow(row: ListRow): Study {
+  const { _total: _ignored, ...study } = row;
+  return study as Study;
+}
+
 /**
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
@@ -69,29 +89,43 @@ export class StudiesRepository {
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  private filtered(scope: DataScope, filter: StudyFilter): SelectQueryBuilder<Study> {
-    const qb = this.scoped(scope);
-    if (filter.patientUuid) qb.andWhere('s.patient_uuid = :patientUuid', { patientUuid: filter.patientUuid });
-    if (filter.excludeId) qb.andWhere('s.id <> :excludeId', { excludeId: filter.excludeId });
+  /**
+   * The list conditions as SQL with positional parameters. `opaqueSearch` wraps the name match in
+   * coalesce(): the planner then neither uses the trigram indexes nor trusts pg_trgm's estimate for
+   * it (an opaque expression counts as matching half the rows), so it walks the list-order index.
+   */
+  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, opaqueSearch = false): string {
+    const parts = [p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }))];
+    if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
+    if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
     if (filter.search) {
-      const pattern = likePattern(filter.search);
-      qb.andWhere(
-        new Brackets((or) =>
-          or
-            .where('s.patient_name ILIKE :pattern', { pattern })
-            .orWhere('s.patient_id ILIKE :pattern')
-            .orWhere('s.accession_number ILIKE :pattern'),
-        ),
-      );
+      const pattern = p.add(likePattern(filter.search));
+      const match = `s.patient_name ILIKE ${pattern} OR s.patient_id ILIKE ${pattern} OR s.accession_number ILIKE ${pattern}`;
+      parts.push(opaqueSearch ? `coalesce(${match}, false)` : `(${match})`);
     }
-    return qb;
+    return parts.join(' AND ');
   }
 
   /**
-   * One page in list order, and the total over the same conditions.
-   * The page is a deferred join: the ids of the page are found first (for a tenant, an index-only
-   * scan of studies_tenant_order_idx, however deep the page), and only those 15 rows are read whole.
-   * The total never counts a whole scope per page: see total().
+   * One page in list order, with `extra` (a scalar subquery: the total) on every row. Shallow pages
+   * are one scan in list order; deeper ones find the page's ids first (an index-only scan of
+   * studies_tenant_order_idx for a tenant, however deep) and read only those rows whole.
+   * `unindexedOrder` sorts by an expression no index provides, which leaves the planner the trigram
+   * indexes and a sort of the matches.
+   */
+  private pageSql(where: string, extra: string, p: SqlParams, offset: number, limit: number, unindexedOrder = false): string {
+    const order = unindexedOrder ? LIST_ORDER_UNINDEXED : LIST_ORDER;
+    const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
+    if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${LIST_COLUMNS}, ${extra} FROM studies s WHERE ${where} ${page}`;
+    return `SELECT ${LIST_COLUMNS}, ${extra} FROM studies s
+             WHERE s.id IN (SELECT s.id FROM studies s WHERE ${where} ${page}) ORDER BY ${LIST_ORDER}`;
+  }
+
+  /**
+   * One page in list order, and the exact total over the same conditions, without counting a whole
+   * scope per page: unfiltered, the scope's counters (study_counts, a row per unit), less the
+   * excluded study when it is in the scope; a patient's studies, a direct count (a handful of rows
+   * on studies_patient_order_idx). Both come in the page's own statement. A search: see searchStudies.
    */
   async listStudies(
     scope: DataScope,
@@ -99,47 +133,58 @@ export class StudiesRepository {
     offset: number,
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
-    const pageIds = this.filtered(scope, filter)
-      .select('s.id')
-      .orderBy('s.study_date', 'DESC')
-      .addOrderBy('s.created_at', 'DESC')
-      .addOrderBy('s.id', 'DESC')
-      .offset(offset)
-      .limit(limit);
-    const page = this.db
-      .createQueryBuilder(Study, 'page')
-      .select(columns('page', STUDY_COLUMNS))
-      .where(`page.id IN (${pageIds.getQuery()})`)
-      .setParameters(pageIds.getParameters())
-      .orderBy('page.study_date', 'DESC')
-      .addOrderBy('page.created_at', 'DESC')
-      .addOrderBy('page.id', 'DESC');
-    const [rows, total] = await Promise.all([page.getMany(), this.total(scope, filter)]);
-    return { rows, total };
+    if (filter.search) return this.searchStudies(scope, filter, offset, limit);
+    const p = new SqlParams();
+    const where = this.conditions(scope, filter, p);
+    const rows: ListRow[] = await this.db.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
+    if (rows.length > 0) return { rows: rows.map(toStudyRow), total: Number(rows[0]._total) };
+    // A page past the end (or an empty scope) has no row to carry the total.
+    const q = new SqlParams();
+    const [row] = await this.db.query(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
+    return { rows: [], total: Number(row._total) };
+  }
+
+  private totalSql(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
+    if (filter.patientUuid) return `(SELECT count(*) FROM studies s WHERE ${this.conditions(scope, filter, p)})`;
+    const counted = this.totals.studies(scope, p).total as string;
+    if (!filter.excludeId) return counted;
+    const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
+    return `(${counted} - (SELECT count(*) FROM studies s WHERE s.id = ${p.add(filter.excludeId)} AND ${inScope}))`;
   }
 
   /**
-   * Exact totals at the cost of a few rows: unfiltered, the scope's counters (study_counts, one row
-   * per unit), less the excluded study when it is in the scope; a patient's studies, a direct count
-   * (a handful of rows on studies_patient_order_idx); a search, counted once per scope version and
-   * kept (ListTotals), because a common name fragment matches tens of thousands of rows that only a
-   * heap visit each can confirm.
+   * A search: a common name fragment matches tens of thousands of rows that only a heap visit each
+   * can confirm, so its total is counted once per scope version and kept (ListTotals), and that
+   * exact count then picks the plan of the page (searchPlan): no matches, no page query.
    */
-  private async total(scope: DataScope, filter: StudyFilter): Promise<number> {
-    if (filter.search) {
-      const { version } = await this.totals.studies(scope);
-      const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
-      return this.totals.cached(key, version, this.filtered(scope, filter), this.totals.studyVersion(scope));
-    }
-    if (filter.patientUuid) {
-      const counted = await this.filtered(scope, filter).select('COUNT(*)::int', 'total').getRawOne<{ total: number }>();
-      return counted?.total ?? 0;
-    }
-    const [{ total }, excluded] = await Promise.all([
-      this.totals.studies(scope),
-      filter.excludeId ? this.studyExists(scope, filter.excludeId) : Promise.resolve(false),
-    ]);
-    return excluded ? total - 1 : total;
+  private async searchStudies(
+    scope: DataScope,
+    filter: StudyFilter,
+    offset: number,
+    limit: number,
+  ): Promise<{ rows: Study[]; total: number }> {
+    const p = new SqlParams();
+    const counters = this.totals.studies(scope, p);
+    const [meta]: Array<{ version: string; scope: string; everything: string }> = await this.db.query(
+      `SELECT ${counters.version} AS version, ${counters.total} AS scope, ${counters.everything} AS everything`,
+      p.values,
+    );
+    const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
+    const total = await this.totals.cached(key, meta.version, async () => {
+      const q = new SqlParams();
+      const where = this.conditions(scope, filter, q);
+      const [row] = await this.db.query(
+        `SELECT count(*) AS total, ${this.totals.studies(scope, q).version} AS version FROM studies s WHERE ${where}`,
+        q.values,
+      );
+      return { total: Number(row.total), version: row.version };
+    });
+    if (total <= offset) return { rows: [], total };
+    const plan = searchPlan(total, Number(meta.scope), Number(meta.everything), offset, limit);
+    const q = new SqlParams();
+    const where = this.conditions(scope, filter, q, plan === 'walk');
+    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    return { rows: rows.map(toStudyRow), total };
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */
