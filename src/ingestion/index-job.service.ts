@@ -86,7 +86,7 @@ export class IndexJobService {
     const listings = clock();
     const plans = this.plan(seriesList, instanceList);
     const counters = { qido: 0, perInstance: 0 };
-    const geometry = await this.geometry(study.study_instance_uid, plans, counters);
+    const geometry = await this.geometry(study.study_instance_uid, plans, counters, await this.repository.knownGeometry(study.id));
     const geometryMs = clock();
     const { studyThumbnail, seriesThumbnails } = await this.thumbnails(plans, geometry);
     const thumbnailsMs = clock();
@@ -157,15 +157,26 @@ export class IndexJobService {
   }
 
   /**
-   * Rows, Columns and SliceThickness by imgsrv instance id. Orthanc 1.10 keeps them out of its
-   * listings: one QIDO-RS call per series when the DICOMweb plugin answers; whatever that leaves
-   * out (no plugin, a series it does not find) is read per instance, a few at a time.
+   * Rows, Columns and SliceThickness by imgsrv instance id. Instances indexed before keep what was
+   * read then. For the others Orthanc 1.10 keeps these tags out of its listings: one QIDO-RS call
+   * per series that has new instances, when the DICOMweb plugin answers; whatever that leaves out
+   * (no plugin, a series it does not find) is read per instance, a few at a time.
    */
-  private async geometry(studyUid: string, plans: SeriesPlan[], counters: { qido: number; perInstance: number }) {
+  private async geometry(
+    studyUid: string,
+    plans: SeriesPlan[],
+    counters: { qido: number; perInstance: number },
+    known: Map<string, ImageGeometry>,
+  ) {
     const result = new Map<string, ImageGeometry>();
-    if (studyUid && (await this.imgsrv.hasDicomWeb())) {
-      await mapWithConcurrency(plans, QIDO_CONCURRENCY, async (plan) => {
-        if (!plan.fields.series_instance_uid || plan.instances.length === 0) return;
+    for (const instance of plans.flatMap((p) => p.instances)) {
+      const found = known.get(instance.imgsrv_instance_id);
+      if (found) result.set(instance.imgsrv_instance_id, found);
+    }
+    const unread = plans.filter((p) => p.instances.some((i) => !result.has(i.imgsrv_instance_id)));
+    if (studyUid && unread.length > 0 && (await this.imgsrv.hasDicomWeb())) {
+      await mapWithConcurrency(unread, QIDO_CONCURRENCY, async (plan) => {
+        if (!plan.fields.series_instance_uid) return;
         let bySop: Map<string, ImageGeometry>;
         try {
           counters.qido++;

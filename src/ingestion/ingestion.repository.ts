@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
+import { ImageGeometry } from '../imgsrv/imgsrv.types';
 import { InstanceFields, SeriesFields, StudyFields } from './dicom-mapping';
 
 export interface Placement {
@@ -174,6 +175,22 @@ export class IngestionRepository {
       `DELETE FROM patients p WHERE p.id = $1 AND p.tenant_id = $2
          AND NOT EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id)`,
       [patientUuid, quarantine.tenant_id],
+    );
+  }
+
+  /**
+   * Rows / Columns / SliceThickness already stored for the study's instances, by imgsrv instance id.
+   * An instance's id is derived from its UIDs, so what was read once does not need reading again.
+   */
+  async knownGeometry(studyId: string): Promise<Map<string, ImageGeometry>> {
+    const rows: Array<{ imgsrv_instance_id: string; rows: number | null; columns: number | null; slice_thickness: number | null }> =
+      await this.db.query(
+        `SELECT i.imgsrv_instance_id, i.rows, i.columns, i.slice_thickness
+         FROM instances i JOIN series s ON s.id = i.series_id WHERE s.study_id = $1`,
+        [studyId],
+      );
+    return new Map(
+      rows.map((r) => [r.imgsrv_instance_id, { rows: r.rows, columns: r.columns, sliceThickness: r.slice_thickness }]),
     );
   }
 

@@ -337,6 +337,11 @@ describe('Ingestion against a real Orthanc', () => {
     expect(after.thumbnails).toHaveLength(3);
     const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM studies WHERE study_instance_uid = $1`, [ctStudy.studyInstanceUid]);
     expect(count).toBe(1);
+    // Rows/Columns/SliceThickness of known instances are not read from Orthanc again.
+    await settled(ctId);
+    const indexJobs = (await queueOf(INDEX_QUEUE).getJobs(['completed'])).filter((job) => job?.data?.imgsrvStudyId === ctId);
+    const latest = indexJobs.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))[0];
+    expect(latest.returnvalue).toMatchObject({ outcome: 'indexed', instances: 5, thumbnails: 3, geometryCalls: { qido: 0, perInstance: 0 } });
   });
 
   it('runs a study once per webhook, and at most twice for 10 simultaneous webhooks, duplicating nothing', async () => {
@@ -391,6 +396,11 @@ describe('Ingestion against a real Orthanc', () => {
       [5, 1],
     ]);
     expect(late.study.modalities).toEqual(['CT', 'SR']);
+    expect(late.instances.map((i) => [i.series_number, i.rows, i.columns])).toEqual([
+      [1, 32, 32],
+      [1, 32, 32],
+      [5, 16, 16],
+    ]);
     expect(late.thumbnails).toHaveLength(3);
   });
 
