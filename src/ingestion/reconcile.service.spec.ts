@@ -40,6 +40,19 @@ function fakeQueue() {
 
 const stable = (seq: number, id: string): OrthancChange => ({ ChangeType: 'StableStudy', ID: id, ResourceType: 'Study', Seq: seq });
 const other = (seq: number, id: string): OrthancChange => ({ ChangeType: 'NewInstance', ID: id, ResourceType: 'Instance', Seq: seq });
+const created = (seq: number, id: string): OrthancChange => ({ ChangeType: 'NewStudy', ID: id, ResourceType: 'Study', Seq: seq });
+
+/** The image server's answer to GET /studies/{id}: stable, still arriving, or gone. */
+function withStudies(imgsrv: ImgsrvClient, studies: Record<string, { IsStable: boolean } | null>) {
+  const asked: string[] = [];
+  Object.assign(imgsrv, {
+    getStudy: async (id: string) => {
+      asked.push(id);
+      return studies[id] === null ? null : { ID: id, ...studies[id], MainDicomTags: {}, PatientMainDicomTags: {} };
+    },
+  });
+  return asked;
+}
 
 describe('ReconcileService', () => {
   beforeAll(() => Logger.overrideLogger(false));
@@ -77,6 +90,59 @@ describe('ReconcileService', () => {
     expect(calls[0][0]).toBe(0);
     expect(queued).toEqual(['fresh']);
     expect(state[RECONCILE_POSITION_KEY]).toBe('1');
+  });
+
+  describe('new studies the image server never announced (it restarted while they arrived)', () => {
+    it('queues a new study that is stable without a StableStudy change', async () => {
+      const { imgsrv } = fakeImgsrv([created(1, 'lost'), other(2, 'i1'), other(3, 'i2')]);
+      withStudies(imgsrv, { lost: { IsStable: true } });
+      const state: Record<string, string> = {};
+      const { queue, queued } = fakeQueue();
+      const result = await new ReconcileService(imgsrv, fakeRepository(state, {}), queue).run();
+      expect(queued).toEqual(['lost']);
+      expect(result).toMatchObject({ recovered: 1, queued: 0, to: 3 });
+      expect(state[RECONCILE_POSITION_KEY]).toBe('3');
+    });
+
+    it('keeps the position before a new study still arriving, and queues it once it is announced', async () => {
+      const feed = [stable(1, 'done'), created(2, 'arriving'), other(3, 'i1'), stable(4, 'other')];
+      const { imgsrv } = fakeImgsrv(feed);
+      withStudies(imgsrv, { arriving: { IsStable: false } });
+      const state: Record<string, string> = {};
+      const { queue, queued } = fakeQueue();
+      const service = new ReconcileService(imgsrv, fakeRepository(state, {}), queue);
+      const first = await service.run();
+      expect(queued.sort()).toEqual(['done', 'other']);
+      expect(first.to).toBe(4);
+      expect(state[RECONCILE_POSITION_KEY]).toBe('1');
+
+      feed.push(other(5, 'i2'), stable(6, 'arriving'));
+      queued.length = 0;
+      await service.run();
+      expect(queued).toContain('arriving');
+      expect(state[RECONCILE_POSITION_KEY]).toBe('6');
+    });
+
+    it('does not ask the image server about a new study announced in the same page, or already indexed', async () => {
+      const { imgsrv } = fakeImgsrv([created(1, 'a'), stable(2, 'a'), created(3, 'b')]);
+      const asked = withStudies(imgsrv, {});
+      const state: Record<string, string> = {};
+      const { queue, queued } = fakeQueue();
+      await new ReconcileService(imgsrv, fakeRepository(state, { b: { indexed_seq: 3, last_update: 'x' } }), queue).run();
+      expect(asked).toEqual([]);
+      expect(queued).toEqual(['a']);
+      expect(state[RECONCILE_POSITION_KEY]).toBe('3');
+    });
+
+    it('forgets a new study the image server no longer holds', async () => {
+      const { imgsrv } = fakeImgsrv([created(1, 'deleted'), other(2, 'i1')]);
+      withStudies(imgsrv, { deleted: null });
+      const state: Record<string, string> = {};
+      const { queue, queued } = fakeQueue();
+      await new ReconcileService(imgsrv, fakeRepository(state, {}), queue).run();
+      expect(queued).toEqual([]);
+      expect(state[RECONCILE_POSITION_KEY]).toBe('2');
+    });
   });
 
   it('queues quarantined studies whose device has been registered since', async () => {

@@ -18,6 +18,11 @@ export interface ReconcileResult {
   upToDate: number;
   /** Quarantined studies queued again because their device has been registered since. */
   released: number;
+  /**
+   * New studies that are stable without a StableStudy event: the image server restarted while they
+   * were arriving, and it never announces such a study (neither webhook nor change).
+   */
+  recovered: number;
 }
 
 /**
@@ -37,7 +42,9 @@ export class ReconcileService {
 
   async run(): Promise<ReconcileResult> {
     const result = await this.repository.exclusively(RECONCILE_LOCK, () => this.reconcile());
-    return result ?? { skipped: 'another run in progress', from: 0, to: 0, stableEvents: 0, queued: 0, upToDate: 0, released: 0 };
+    return (
+      result ?? { skipped: 'another run in progress', from: 0, to: 0, stableEvents: 0, queued: 0, upToDate: 0, released: 0, recovered: 0 }
+    );
   }
 
   private async reconcile(): Promise<ReconcileResult> {
@@ -50,17 +57,37 @@ export class ReconcileService {
       this.logger.warn(`change feed restarted (stored position ${since}, server at ${last}): reading it from the start`);
       since = 0;
     }
-    const result: ReconcileResult = { from: since, to: since, stableEvents: 0, queued: 0, upToDate: 0, released: 0 };
+    const result: ReconcileResult = { from: since, to: since, stableEvents: 0, queued: 0, upToDate: 0, released: 0, recovered: 0 };
+    // The stored position must not pass a new study still arriving: if the image server restarts
+    // before it is stable, its NewStudy change is the only trace of it.
+    let holdAt = Infinity;
 
     for (let page = 0; page < MAX_PAGES_PER_RUN; page++) {
       const changes = await this.imgsrv.getChanges(since, PAGE_SIZE);
       const latest = new Map<string, number>();
+      const created = new Map<string, number>();
       for (const change of changes.Changes ?? []) {
-        if (change.ChangeType !== 'StableStudy' || typeof change.ID !== 'string') continue;
+        if (typeof change.ID !== 'string') continue;
+        if (change.ChangeType === 'NewStudy') created.set(change.ID, Number(change.Seq) || 0);
+        if (change.ChangeType !== 'StableStudy') continue;
         result.stableEvents++;
         latest.set(change.ID, Math.max(latest.get(change.ID) ?? 0, Number(change.Seq) || 0));
       }
-      const markers = await this.repository.syncMarkers([...latest.keys()]);
+      const markers = await this.repository.syncMarkers([...new Set([...latest.keys(), ...created.keys()])]);
+      for (const [imgsrvStudyId, seq] of created) {
+        if ((latest.get(imgsrvStudyId) ?? 0) > seq) continue;
+        const indexedSeq = markers.get(imgsrvStudyId)?.indexed_seq;
+        if (indexedSeq !== null && indexedSeq !== undefined && indexedSeq >= seq) continue;
+        const study = await this.imgsrv.getStudy(imgsrvStudyId);
+        if (!study) continue;
+        if (study.IsStable) {
+          // Announced later in the feed, or never (a restart): queueing it now is right either way.
+          await this.queue.queueStudy(imgsrvStudyId, 'reconcile');
+          result.recovered++;
+        } else {
+          holdAt = Math.min(holdAt, seq - 1);
+        }
+      }
       for (const [imgsrvStudyId, seq] of latest) {
         const indexedSeq = markers.get(imgsrvStudyId)?.indexed_seq;
         if (indexedSeq !== null && indexedSeq !== undefined && indexedSeq >= seq) {
@@ -71,9 +98,10 @@ export class ReconcileService {
         result.queued++;
       }
       const next = Math.max(since, Number(changes.Last) || 0);
-      if (next !== persisted) {
-        await this.repository.setSyncState(RECONCILE_POSITION_KEY, String(next));
-        persisted = next;
+      const keep = Math.min(next, holdAt);
+      if (keep !== persisted) {
+        await this.repository.setSyncState(RECONCILE_POSITION_KEY, String(keep));
+        persisted = keep;
       }
       since = next;
       if (changes.Done || (changes.Changes ?? []).length === 0) break;
@@ -84,8 +112,10 @@ export class ReconcileService {
       await this.queue.queueStudy(imgsrvStudyId, 'reconcile');
       result.released++;
     }
-    if (result.queued || result.released) {
-      this.logger.log(`queued ${result.queued} missed and ${result.released} released studies (changes ${result.from}..${result.to})`);
+    if (result.queued || result.released || result.recovered) {
+      this.logger.log(
+        `queued ${result.queued} missed, ${result.recovered} unannounced and ${result.released} released studies (changes ${result.from}..${result.to})`,
+      );
     }
     return result;
   }
