@@ -1,5 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { AuthGuard } from '@nestjs/passport';
+import { isDependencyDown } from '../errors/all-exceptions.filter';
 import { Errors } from '../errors/api-errors';
 import type { AuthUser } from './auth-user';
 
@@ -7,6 +8,9 @@ import type { AuthUser } from './auth-user';
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
   handleRequest<TUser = AuthUser>(error: unknown, user: TUser | false): TUser {
+    // PostgreSQL or Redis down while checking the session: a 503 to retry, not a 401 that makes
+    // the client drop a session that is still valid.
+    if (error && isDependencyDown(error)) throw error;
     if (error || !user) throw Errors.unauthenticated();
     return user;
   }

@@ -1,0 +1,42 @@
+import { TokenService } from '../../src/auth/token.service';
+import { createTestApp, TestApp } from '../support/app';
+import { createTenant, createUnit, createUser } from '../support/factories';
+
+/**
+ * A valid session checked while PostgreSQL or Redis is unreachable is a 503 the client retries,
+ * never a 401 (which a client reads as "signed out").
+ */
+describe('authenticated requests while a dependency is down', () => {
+  let t: TestApp;
+
+  afterEach(async () => {
+    await t?.close().catch(() => undefined);
+  });
+
+  async function validToken(app: TestApp) {
+    const tenant = await createTenant(app.db);
+    const unit = await createUnit(app.db, tenant.id);
+    const user = await createUser(app.db, { tenant_id: tenant.id, unit_id: unit.id });
+    return app.app.get(TokenService).issue({ ...user }).access_token;
+  }
+
+  it('answers 503 with a JSON body when Redis (the blacklist) does not answer', async () => {
+    t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1' });
+    const token = await validToken(t);
+    const res = await t.http.get('/api/me', { token });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ message: 'Service unavailable.' });
+    // A forged token is still a 401: the signature is checked before any dependency.
+    const forged = await t.http.get('/api/me', { token: `${token.slice(0, -4)}AAAA` });
+    expect(forged.status).toBe(401);
+  }, 30_000);
+
+  it('answers 503 with a JSON body when PostgreSQL (the account state) does not answer', async () => {
+    t = await createTestApp();
+    const token = await validToken(t);
+    await t.db.destroy();
+    const res = await t.http.get('/api/studies', { token });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ message: 'Service unavailable.' });
+  }, 30_000);
+});
