@@ -1,5 +1,6 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Res } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
@@ -16,7 +17,13 @@ export class SeriesController {
   @ApiOperation({ summary: 'The instances of a series, by instance number' })
   @ApiOkResponse({ type: [InstanceDto] })
   @ApiNotFoundResponse({ description: 'Missing, or its study outside the caller\'s scope: `{message: "Series not found."}`' })
-  instances(@CallerScope() scope: DataScope, @UuidParam('id', 'Series') id: string): Promise<InstanceDto[]> {
-    return this.studies.instances(scope, id);
+  instances(
+    @CallerScope() scope: DataScope,
+    @UuidParam('id', 'Series') id: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
+    // The body is already the JSON of InstanceDto[] (built by PostgreSQL): sent as it is.
+    reply.type('application/json; charset=utf-8');
+    return this.studies.instancesJson(scope, id);
   }
 }

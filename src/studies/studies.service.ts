@@ -3,11 +3,9 @@ import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../common/pagination';
 import {
-  InstanceDto,
   SeriesDto,
   StudyDetailDto,
   StudyDto,
-  toInstanceDto,
   toSeriesDto,
   toStudyDetailDto,
   toStudyDto,
@@ -40,8 +38,10 @@ export class StudiesService {
     return (await this.studies.listSeries(studyId)).map(toSeriesDto);
   }
 
-  async instances(scope: DataScope, seriesId: string): Promise<InstanceDto[]> {
-    if (!(await this.studies.seriesInScope(scope, seriesId))) throw Errors.notFound('Series');
-    return (await this.studies.listInstances(seriesId)).map(toInstanceDto);
+  /** The instances of a series as JSON text (InstanceDto[]); see StudiesRepository.instancesJson. */
+  async instancesJson(scope: DataScope, seriesId: string): Promise<string> {
+    const body = await this.studies.instancesJson(scope, seriesId);
+    if (body === null) throw Errors.notFound('Series');
+    return body;
   }
 }
