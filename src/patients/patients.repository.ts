@@ -99,12 +99,9 @@ export class PatientsRepository {
 
     const p = new SqlParams();
     const counters = this.totals.patients(scope, p);
-    // A unit user's list walks the tenant's patients in order: their number sizes the walk.
-    const tenantRows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }));
-    const [meta]: Array<{ version: string; scope: string; everything: string }> = await this.db.query(
-      `SELECT ${counters.version} AS version,
-              (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE ${tenantRows}) AS scope,
-              ${counters.everything} AS everything`,
+    // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
+    const [meta]: Array<{ version: string; tenant: string }> = await this.db.query(
+      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant`,
       p.values,
     );
     const key = JSON.stringify(['patients', scope, search ?? null]);
@@ -118,7 +115,7 @@ export class PatientsRepository {
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = search ? searchPlan(total, Number(meta.scope), Number(meta.everything), offset, limit) : 'walk';
+    const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit) : 'walk';
     const q = new SqlParams();
     const where = this.conditions(scope, search, q, plan === 'walk');
     const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);

@@ -72,13 +72,17 @@ describe('ListTotals SQL', () => {
     const studies = totals.studies({ kind: 'unit', tenantId: 't', unitId: 'u' }, p);
     expect(studies.total).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2)');
     expect(studies.version).toContain('::text');
-    expect(p.values).toEqual(['t', 'u']);
+    expect(p.values).toEqual(['t', 'u', 't', 'u']);
+    expect(studies.tenant).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $5)');
+    expect(p.values).toEqual(['t', 'u', 't', 'u', 't']);
 
     const q = new SqlParams();
     const patients = totals.patients({ kind: 'unit', tenantId: 't', unitId: 'u' }, q);
     expect(patients.total).toBeNull();
-    expect(patients.version).toContain('patient_counts');
-    expect(patients.version).toContain('study_counts');
+    const version = patients.version;
+    expect(version).toContain('patient_counts');
+    expect(version).toContain('study_counts');
+    // Read once, bound once: no parameter the statement would not use.
     expect(q.values).toEqual(['t', 't', 'u']);
 
     const r = new SqlParams();
@@ -105,20 +109,24 @@ describe('SqlParams', () => {
 
 describe('searchPlan', () => {
   it('walks the list order for a common fragment and collects the matches of a rare one', () => {
-    // Largest tenant: 200,000 studies of 1,000,000.
-    expect(searchPlan(38_000, 200_000, 1_000_000, 0, 15)).toBe('walk'); // "silva"
-    expect(searchPlan(2_900, 200_000, 1_000_000, 0, 15)).toBe('walk'); // a surname on 1.4%
-    expect(searchPlan(600, 200_000, 1_000_000, 0, 15)).toBe('trigram'); // a rare surname
-    expect(searchPlan(1, 200_000, 1_000_000, 0, 15)).toBe('trigram'); // an accession number
+    // Largest tenant: 200,000 studies.
+    expect(searchPlan(38_000, 200_000, 200_000, 0, 15)).toBe('walk'); // "silva"
+    expect(searchPlan(2_900, 200_000, 200_000, 0, 15)).toBe('walk'); // a surname on 1.4%
+    expect(searchPlan(1_100, 200_000, 200_000, 0, 15)).toBe('trigram'); // on 0.5%
+    expect(searchPlan(600, 200_000, 200_000, 0, 15)).toBe('trigram'); // a rare surname
+    expect(searchPlan(1, 200_000, 200_000, 0, 15)).toBe('trigram'); // an accession number
   });
 
   it('collects the matches when a deep page would make the walk long', () => {
-    expect(searchPlan(2_900, 200_000, 1_000_000, 0, 15)).toBe('walk');
-    expect(searchPlan(2_900, 200_000, 1_000_000, 2_700, 15)).toBe('trigram');
+    expect(searchPlan(38_000, 200_000, 200_000, 0, 15)).toBe('walk');
+    expect(searchPlan(38_000, 200_000, 200_000, 7_500, 15)).toBe('trigram');
   });
 
-  it('weighs a small tenant by the whole table the trigram indexes cover', () => {
-    expect(searchPlan(40, 2_000, 1_000_000, 0, 15)).toBe('walk');
-    expect(searchPlan(0, 2_000, 1_000_000, 0, 15)).toBe('trigram');
+  it('counts for a unit scope the tenant\'s matches that the trigram indexes sift', () => {
+    // A unit with 3,000 of the tenant's 200,000 studies, 300 of them matching: the tenant holds
+    // about 20,000 matches that a trigram plan would visit, and a walk needs about 150 rows.
+    expect(searchPlan(300, 3_000, 200_000, 0, 15)).toBe('walk');
+    expect(searchPlan(2, 3_000, 200_000, 0, 15)).toBe('trigram');
+    expect(searchPlan(0, 3_000, 200_000, 0, 15)).toBe('trigram');
   });
 });

@@ -8,8 +8,8 @@ export interface CounterSql {
   total: string | null;
   /** Changes with every committed change that could alter any count in the scope. */
   version: string;
-  /** Rows of the whole table the scope is part of (every tenant), to weigh plans. */
-  everything: string;
+  /** Rows of the tenant (or tenants) the scope is part of: what a tenant's trigram search sifts. */
+  tenant: string;
 }
 
 // Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
@@ -29,13 +29,23 @@ export class ListTotals {
   private readonly cache = new Map<string, number>();
   private readonly pending = new Map<string, Promise<number>>();
 
-  /** Counters of the studies a scope sees (study_counts, one row per unit). */
+  /**
+   * Counters of the studies a scope sees (study_counts, one row per unit). Each expression binds its
+   * parameters when it is read, so a statement carries only the parameters it uses.
+   */
   studies(scope: DataScope, p: SqlParams): CounterSql {
-    const rows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id', unit: 'c.unit_id' }));
+    const rows = () => p.bind(scopeCondition(scope, { tenant: 'c.tenant_id', unit: 'c.unit_id' }));
+    const tenantRows = () => p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }));
     return {
-      total: `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE ${rows})`,
-      version: `(SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE ${rows})`,
-      everything: `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c)`,
+      get total() {
+        return `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE ${rows()})`;
+      },
+      get version() {
+        return `(SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE ${rows()})`;
+      },
+      get tenant() {
+        return `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE ${tenantRows()})`;
+      },
     };
   }
 
@@ -45,12 +55,20 @@ export class ListTotals {
    * also covers the unit's studies.
    */
   patients(scope: DataScope, p: SqlParams): CounterSql {
-    const rows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }));
-    const own = `(SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE ${rows})`;
+    const rows = () => p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }));
+    const tenant = () => `(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE ${rows()})`;
+    const studies = this.studies(scope, p);
     return {
-      total: scope.kind === 'unit' ? null : `(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE ${rows})`,
-      version: scope.kind === 'unit' ? `(${own} || '/' || ${this.studies(scope, p).version})` : own,
-      everything: `(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c)`,
+      get total() {
+        return scope.kind === 'unit' ? null : tenant();
+      },
+      get version() {
+        const own = `(SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE ${rows()})`;
+        return scope.kind === 'unit' ? `(${own} || '/' || ${studies.version})` : own;
+      },
+      get tenant() {
+        return tenant();
+      },
     };
   }
 
@@ -78,17 +96,17 @@ export class ListTotals {
 }
 
 /**
- * Which plan finds a page of a search fastest, from the exact number of matches: walking the
- * scope's index in list order until the page is full visits about (offset + limit) x scope / matches
- * rows; collecting the matches through the trigram indexes and sorting them visits every match of
- * the whole table (the indexes know no tenant), about matches x everything / scope. PostgreSQL's
- * own choice rests on pg_trgm's estimates, which are off by orders of magnitude for names (a
- * surname on 1.4% of the rows estimated at 0.01%), so a common name got the trigram plan (tens of
- * thousands of heap visits) and a rare one the walk over a whole tenant.
+ * Which plan finds a page of a search fastest, from the exact number of matches in the scope:
+ * walking the scope's index in list order until the page is full visits about
+ * (offset + limit) x scope / matches rows; collecting the matches through the (tenant, trigram)
+ * indexes and sorting them visits every match of the scope's tenant, about matches x tenant / scope.
+ * PostgreSQL's own choice rests on pg_trgm's estimates, which are off by orders of magnitude for
+ * names (a surname on 1.4% of the rows estimated at 0.01%): a common name got the trigram plan (tens
+ * of thousands of heap visits) and a rare one a walk over a whole tenant.
  */
-export function searchPlan(matches: number, scope: number, everything: number, offset: number, limit: number): 'walk' | 'trigram' {
+export function searchPlan(matches: number, scope: number, tenant: number, offset: number, limit: number): 'walk' | 'trigram' {
   if (matches <= 0 || scope <= 0) return 'trigram';
   const walk = ((offset + limit) * scope) / matches;
-  const trigram = (matches * Math.max(everything, scope)) / scope;
+  const trigram = (matches * Math.max(tenant, scope)) / scope;
   return walk <= trigram ? 'walk' : 'trigram';
 }

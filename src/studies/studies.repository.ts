@@ -168,8 +168,8 @@ export class StudiesRepository {
   ): Promise<{ rows: Study[]; total: number }> {
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
-    const [meta]: Array<{ version: string; scope: string; everything: string }> = await this.db.query(
-      `SELECT ${counters.version} AS version, ${counters.total} AS scope, ${counters.everything} AS everything`,
+    const [meta]: Array<{ version: string; scope: string; tenant: string }> = await this.db.query(
+      `SELECT ${counters.version} AS version, ${counters.total} AS scope, ${counters.tenant} AS tenant`,
       p.values,
     );
     const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
@@ -183,7 +183,7 @@ export class StudiesRepository {
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta.scope), Number(meta.everything), offset, limit);
+    const plan = searchPlan(total, Number(meta.scope), Number(meta.tenant), offset, limit);
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan === 'walk');
     const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
