@@ -16,7 +16,7 @@ import { cpus, loadavg, totalmem } from 'os';
 import { join, relative } from 'path';
 import { Client } from 'pg';
 import { DEFAULT_BENCH_DATABASE, databaseUrl } from './lib/db';
-import { Child, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
+import { Child, cpuMsOf, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
 import { markdownTable, percentile, round, textTable } from './lib/stats';
 
 const ROOT = join(__dirname, '..');
@@ -84,6 +84,9 @@ interface Measured {
   statuses?: Record<string, number>;
   ratio?: number;
   peakRssMb?: number;
+  /** CPU time per request of the API process and of the bench database's PostgreSQL backends. */
+  apiCpuMs?: number;
+  pgCpuMs?: number;
 }
 
 // ---- setup -----------------------------------------------------------------------------------------
@@ -190,7 +193,7 @@ function isMissingRoute(status: number, text: string): boolean {
   return status === 404 && /Cannot (GET|POST|PUT|PATCH|DELETE) /.test(text);
 }
 
-async function probe(base: string, s: Scenario): Promise<{ status: number; text: string }> {
+async function probeRoute(base: string, s: Scenario): Promise<{ status: number; text: string }> {
   let request: autocannon.Request = { method: s.method, path: s.path, headers: { ...s.headers }, body: s.body };
   if (s.setupRequest) request = s.setupRequest(request);
   const response = await fetch(`${base}${request.path}`, {
@@ -300,15 +303,33 @@ async function drive(
   return { result, latencies, statuses };
 }
 
+/** Where CPU time is read: the API process, and the PostgreSQL backends serving the bench database. */
+interface CpuProbe {
+  apiPid: number;
+  db: Client;
+  database: string;
+}
+
+async function cpuNow(probe: CpuProbe): Promise<{ api: number; pg: number }> {
+  const { rows } = await probe.db.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+    [probe.database],
+  );
+  return { api: cpuMsOf(probe.apiPid), pg: rows.reduce((sum, row) => sum + cpuMsOf(row.pid), 0) };
+}
+
 async function measure(
   base: string,
   s: Scenario,
   connections: number,
   duration: number,
   memory?: ReturnType<typeof rssSampler>,
+  probe?: CpuProbe,
 ): Promise<Measured> {
   memory?.resetPeak();
+  const cpuBefore = probe ? await cpuNow(probe) : null;
   const { result, latencies, statuses } = await drive(base, s, connections, duration);
+  const cpuAfter = probe ? await cpuNow(probe) : null;
   latencies.sort((a, b) => a - b);
   const completed = latencies.length;
   const non2xx = Object.entries(statuses)
@@ -327,6 +348,8 @@ async function measure(
     errors: non2xx + result.errors + result.timeouts,
     statuses,
     peakRssMb: memory ? round(memory.peak(), 0) : undefined,
+    apiCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.api - cpuBefore.api) / completed, 3) : undefined,
+    pgCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.pg - cpuBefore.pg) / completed, 3) : undefined,
   };
 }
 
@@ -374,12 +397,14 @@ function tableRows(rows: Measured[]): string[][] {
           String(r.errors),
           r.key === 'bare' ? '1.00' : (r.ratio ?? 0).toFixed(2),
           String(r.peakRssMb ?? ''),
+          r.apiCpuMs === undefined ? '' : r.apiCpuMs.toFixed(2),
+          r.pgCpuMs === undefined ? '' : r.pgCpuMs.toFixed(2),
         ]
-      : [r.label, String(r.connections), r.note ?? 'n/a', '', '', '', '', ''],
+      : [r.label, String(r.connections), r.note ?? 'n/a', '', '', '', '', '', '', ''],
   );
 }
 
-const HEADER = ['endpoint', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'x bare', 'API RSS MB'];
+const HEADER = ['endpoint', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'x bare', 'API RSS MB', 'API CPU ms/req', 'PG CPU ms/req'];
 
 function machine(fx: Fixtures) {
   return {
@@ -449,6 +474,9 @@ async function main(): Promise<void> {
     children.push(api);
     const pid = api.process.pid as number;
     const memory = rssSampler(pid);
+    const probeDb = new Client({ connectionString: url });
+    await probeDb.connect();
+    const cpuProbe: CpuProbe = { apiPid: pid, db: probeDb, database: options.database };
     console.log(`API pid ${pid} at ${api.url} (RSS at start ${Math.round(memoryOf(pid)?.rssMb ?? 0)} MB); bare server at ${bare.url}`);
     console.log(
       `Largest tenant "${fx.tenantName}": ${fx.tenantStudies} studies of ${fx.database.studies}; tenant admin ${fx.adminEmail}`,
@@ -465,7 +493,7 @@ async function main(): Promise<void> {
       const base = s.key === 'bare' ? bare.url : api.url;
       let unavailable = s.unavailable;
       if (!unavailable) {
-        const answer = await probe(base, s);
+        const answer = await probeRoute(base, s);
         if (isMissingRoute(answer.status, answer.text)) unavailable = 'n/a (not built)';
         else if (answer.status >= 300) console.warn(`  ${s.label}: probe answered ${answer.status} ${answer.text.slice(0, 200)}`);
       }
@@ -476,17 +504,18 @@ async function main(): Promise<void> {
       }
       if (options.warmup > 0) await drive(base, s, 8, options.warmup);
       for (const c of connectionCounts) {
-        const row = await measure(base, s, c, options.duration, s.key === 'bare' ? undefined : memory);
+        const row = await measure(base, s, c, options.duration, s.key === 'bare' ? undefined : memory, s.key === 'bare' ? undefined : cpuProbe);
         if (s.key === 'bare') bareRate.set(c, row.rps ?? 0);
         row.ratio = round((row.rps ?? 0) / (bareRate.get(c) || NaN), 3);
         rows.push(row);
         const codes = Object.entries(row.statuses ?? {}).map(([k, v]) => `${k}:${v}`).join(' ');
         console.log(
-          `${s.label.padEnd(52)} c=${String(c).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  [${codes}]`,
+          `${s.label.padEnd(52)} c=${String(c).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  cpu ${row.apiCpuMs ?? '-'}/${row.pgCpuMs ?? '-'} ms  [${codes}]`,
         );
       }
     }
 
+    await probeDb.end();
     const hwm = memoryOf(pid)?.hwmMb ?? 0;
     const peakRssMb = Math.max(memory.overall(), hwm);
     memory.stop();
