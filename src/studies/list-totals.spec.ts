@@ -65,6 +65,17 @@ describe('ListTotals.cached', () => {
   });
 });
 
+describe('ListTotals sizes', () => {
+  it('remembers the last sizes of each search, whatever the version', () => {
+    const totals = new ListTotals();
+    expect(totals.lastSizes('k')).toBeUndefined();
+    totals.rememberSizes('k', { matches: 10, scope: 100, tenant: 1000 });
+    totals.rememberSizes('k', { matches: 12, scope: 101, tenant: 1001 });
+    expect(totals.lastSizes('k')).toEqual({ matches: 12, scope: 101, tenant: 1001 });
+    expect(totals.lastSizes('other')).toBeUndefined();
+  });
+});
+
 describe('ListTotals SQL', () => {
   it('binds the scope of each counter expression as positional parameters', () => {
     const totals = new ListTotals();

@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { SqlParams } from './sql-params';
 
+/** The last known sizes of a search: enough to choose its page's plan before knowing the version. */
+export interface SearchSizes {
+  matches: number;
+  scope: number;
+  tenant: number;
+}
+
 /** SQL expressions (scalar subqueries) over the counters of a scope, to put in a list's statement. */
 export interface CounterSql {
   /** The unfiltered total, or null when no counter holds it (a unit user's patients). */
@@ -28,6 +35,7 @@ const MAX_CACHED = 10_000;
 export class ListTotals {
   private readonly cache = new Map<string, number>();
   private readonly pending = new Map<string, Promise<number>>();
+  private readonly lastSeen = new Map<string, SearchSizes>();
 
   /**
    * Counters of the studies a scope sees (study_counts, one row per unit). Each expression binds its
@@ -70,6 +78,21 @@ export class ListTotals {
         return tenant();
       },
     };
+  }
+
+  /**
+   * The sizes last seen for a search (any version): a repeated search picks its plan from them and
+   * reads its page and the scope's version in one statement; the total then comes from `cached`.
+   */
+  lastSizes(key: string): SearchSizes | undefined {
+    return this.lastSeen.get(key);
+  }
+
+  rememberSizes(key: string, sizes: SearchSizes): void {
+    if (!this.lastSeen.has(key) && this.lastSeen.size >= MAX_CACHED) {
+      this.lastSeen.delete(this.lastSeen.keys().next().value as string);
+    }
+    this.lastSeen.set(key, sizes);
   }
 
   /**

@@ -64,14 +64,22 @@ const LIST_ORDER_UNINDEXED = '(s.study_date + 0) DESC, s.created_at DESC, s.id D
 const DIRECT_OFFSET_MAX = 300;
 
 type ListRow = Study & { _total: string | null };
+/** The scope's version and sizes, read with a search's page or on their own. */
+interface SearchMeta {
+  _version: string;
+  _scope: string;
+  _tenant: string;
+}
+type SearchRow = Study & SearchMeta;
 
 /** A timestamptz as JavaScript's toISOString() writes it (UTC, milliseconds, "Z"). */
 const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** A list row as the entity the response mapping expects (the extra column dropped). */
-function toStudyRow(row: ListRow): Study {
-  const { _total: _ignored, ...study } = row;
-  return study as Study;
+/** A list row as the entity the response mapping expects (the extra columns, named _*, dropped). */
+function toStudyRow(row: Study): Study {
+  const study: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(row)) if (!name.startsWith('_')) study[name] = value;
+  return study as unknown as Study;
 }
 
 /**
@@ -158,7 +166,9 @@ export class StudiesRepository {
   /**
    * A search: a common name fragment matches tens of thousands of rows that only a heap visit each
    * can confirm, so its total is counted once per scope version and kept (ListTotals), and that
-   * exact count then picks the plan of the page (searchPlan): no matches, no page query.
+   * exact count then picks the plan of the page (searchPlan): no matches, no page query. A search
+   * seen before takes its plan from the sizes last seen and reads its page together with the
+   * scope's version, so when nothing changed since, it is one statement.
    */
   private async searchStudies(
     scope: DataScope,
@@ -166,14 +176,38 @@ export class StudiesRepository {
     offset: number,
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
+    const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
+    const seen = this.totals.lastSizes(key);
+    if (seen && seen.matches > offset) {
+      const q = new SqlParams();
+      const counters = this.totals.studies(scope, q);
+      const extra = `${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`;
+      const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit);
+      const where = this.conditions(scope, filter, q, plan === 'walk');
+      const rows: SearchRow[] = await this.db.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
+      if (rows.length > 0) {
+        const total = await this.searchTotal(key, scope, filter, rows[0]);
+        return { rows: rows.map(toStudyRow), total };
+      }
+    }
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
-    const [meta]: Array<{ version: string; scope: string; tenant: string }> = await this.db.query(
-      `SELECT ${counters.version} AS version, ${counters.total} AS scope, ${counters.tenant} AS tenant`,
+    const [meta]: SearchRow[] = await this.db.query(
+      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`,
       p.values,
     );
-    const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
-    const total = await this.totals.cached(key, meta.version, async () => {
+    const total = await this.searchTotal(key, scope, filter, meta);
+    if (total <= offset) return { rows: [], total };
+    const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit);
+    const q = new SqlParams();
+    const where = this.conditions(scope, filter, q, plan === 'walk');
+    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    return { rows: rows.map(toStudyRow), total };
+  }
+
+  /** The exact total of a search at the version in `meta` (kept, or counted now). */
+  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta): Promise<number> {
+    const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, filter, q);
       const [row] = await this.db.query(
@@ -182,12 +216,8 @@ export class StudiesRepository {
       );
       return { total: Number(row.total), version: row.version };
     });
-    if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta.scope), Number(meta.tenant), offset, limit);
-    const q = new SqlParams();
-    const where = this.conditions(scope, filter, q, plan === 'walk');
-    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
-    return { rows: rows.map(toStudyRow), total };
+    this.totals.rememberSizes(key, { matches: total, scope: Number(meta._scope), tenant: Number(meta._tenant) });
+    return total;
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */
