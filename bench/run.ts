@@ -24,12 +24,10 @@ const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
 const QUEUE_PREFIX = 'pacs-bench';
 
-/** Name fragments a receptionist types: common and rare surnames, first names, partial words. */
-const SEARCH_FRAGMENTS = [
-  'silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'jose', 'costa', 'almeida', 'lima',
-  'gomes', 'rocha', 'ana p', 'joão', 'pereira', 'marti', 'barbosa', 'nasc', 'cavalcanti', 'zanetti',
-  'nakamura', 'quintanilha', 'yamamoto', 'wanderley',
-];
+/** Common name fragments: a first name, a frequent surname, the start of one. */
+const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];
+/** Rare surnames and a short-word search, added to the searches for one patient drawn from the data. */
+const RARE_FRAGMENTS = ['zanetti', 'nakamura', 'quintanilha', 'wanderley', 'ana p'];
 
 interface Options {
   database: string;
@@ -52,6 +50,8 @@ interface Fixtures {
   seriesCount: number;
   bigSeriesId: string | null;
   bigSeriesInstances: number;
+  /** What staff type to find one patient: the start of a full name, an accession number, a patient id. */
+  patientSearches: string[];
   database: { studies: number; series: number; patients: number; tenants: number; instances: number };
   postgres: string;
 }
@@ -136,6 +136,20 @@ async function loadFixtures(url: string): Promise<Fixtures> {
         WHERE s.tenant_id = $1 GROUP BY i.series_id ORDER BY n DESC LIMIT 1`,
       [tenant.id],
     );
+    const sample = await db.query<{ patient_name: string; patient_id: string; accession_number: string | null }>(
+      `SELECT patient_name, patient_id, accession_number FROM studies WHERE tenant_id = $1 ORDER BY id LIMIT 19`,
+      [tenant.id],
+    );
+    const patientSearches = [
+      ...sample.rows.slice(0, 15).map((row, n) => {
+        // The start of the full name, cut after 8 to all of its characters.
+        const name = row.patient_name.toLowerCase();
+        return name.slice(0, Math.min(name.length, 8 + ((n * 7) % Math.max(1, name.length - 7))));
+      }),
+      ...sample.rows.slice(15, 17).map((row) => row.accession_number ?? row.patient_id),
+      ...sample.rows.slice(17, 19).map((row) => row.patient_id),
+      ...RARE_FRAGMENTS,
+    ];
     const sizes = await one<Record<string, string>>(
       `SELECT (SELECT count(*) FROM studies) AS studies, (SELECT count(*) FROM series) AS series,
               (SELECT count(*) FROM patients) AS patients, (SELECT count(*) FROM tenants) AS tenants,
@@ -152,6 +166,7 @@ async function loadFixtures(url: string): Promise<Fixtures> {
       seriesCount: Number(study.n),
       bigSeriesId: big?.series_id ?? null,
       bigSeriesInstances: Number(big?.n ?? 0),
+      patientSearches,
       database: {
         studies: Number(sizes.studies),
         series: Number(sizes.series),
@@ -216,25 +231,31 @@ async function viewerToken(base: string, token: string, studyId: string): Promis
   return { token: (JSON.parse(text) as { token: string }).token };
 }
 
+/** GET /api/studies?search=..., each request the next search of the list. */
+function rotatingSearch(key: string, label: string, searches: string[], headers: Record<string, string>): Scenario {
+  let next = 0;
+  return {
+    key,
+    label,
+    method: 'GET',
+    path: `/api/studies?search=${encodeURIComponent(searches[0])}`,
+    headers,
+    setupRequest: (request) => {
+      const search = searches[next++ % searches.length];
+      return { ...request, path: `/api/studies?search=${encodeURIComponent(search)}` };
+    },
+  };
+}
+
 function scenarios(fx: Fixtures, token: string, viewer: { token?: string; missing?: string }): Scenario[] {
   const auth = { authorization: `Bearer ${token}` };
-  let searchIndex = 0;
   const nextAddress = addressSource();
   return [
     { key: 'bare', label: 'bare node http (reference)', method: 'GET', path: '/' },
     { key: 'list', label: 'studies list, page 1', method: 'GET', path: '/api/studies', headers: auth },
     { key: 'page1000', label: 'studies list, page 1,000', method: 'GET', path: '/api/studies?page=1000', headers: auth },
-    {
-      key: 'search',
-      label: `studies search (${SEARCH_FRAGMENTS.length} name fragments)`,
-      method: 'GET',
-      path: '/api/studies?search=silva',
-      headers: auth,
-      setupRequest: (request) => {
-        const fragment = SEARCH_FRAGMENTS[searchIndex++ % SEARCH_FRAGMENTS.length];
-        return { ...request, path: `/api/studies?search=${encodeURIComponent(fragment)}` };
-      },
-    },
+    rotatingSearch('search', `studies search, ${COMMON_FRAGMENTS.length} common name fragments`, COMMON_FRAGMENTS, auth),
+    rotatingSearch('search-patient', `studies search for one patient (${fx.patientSearches.length} searches)`, fx.patientSearches, auth),
     { key: 'patients', label: 'patients list, page 1', method: 'GET', path: '/api/patients', headers: auth },
     { key: 'detail', label: 'study detail', method: 'GET', path: `/api/studies/${fx.studyId}`, headers: auth },
     { key: 'series', label: `series list (${fx.seriesCount} series)`, method: 'GET', path: `/api/studies/${fx.studyId}/series`, headers: auth },
@@ -373,7 +394,8 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
   const errors = rows.filter((r) => r.status === 'ok').reduce((sum, r) => sum + (r.errors ?? 0), 0);
   return [
     latency('list', 32, 50, 'studies list page 1, p99 < 50 ms at 32 connections'),
-    latency('search', 32, 50, 'studies search, p99 < 50 ms at 32 connections'),
+    latency('search', 32, 50, 'studies search (common name fragments), p99 < 50 ms at 32 connections'),
+    latency('search-patient', 32, 50, 'studies search for one patient, p99 < 50 ms at 32 connections'),
     latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
     {
       name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
@@ -533,7 +555,7 @@ async function main(): Promise<void> {
       database: { name: options.database, ...fx.database },
       largest_tenant: { name: fx.tenantName, studies: fx.tenantStudies, caller: fx.adminEmail },
       options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts },
-      search_fragments: SEARCH_FRAGMENTS,
+      searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches },
       api_peak_rss_mb: round(peakRssMb, 0),
       results: rows,
       targets: checks,

@@ -115,7 +115,7 @@ export class PatientsRepository {
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit) : 'walk';
+    const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit, search) : 'walk';
     const q = new SqlParams();
     const where = this.conditions(scope, search, q, plan === 'walk');
     const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);

@@ -133,6 +133,13 @@ describe('searchPlan', () => {
     expect(searchPlan(38_000, 200_000, 200_000, 7_500, 15)).toBe('trigram');
   });
 
+  it('walks for a short word, whose padded trigrams most names share', () => {
+    // "ana p": 762 matches in the largest tenant.
+    expect(searchPlan(762, 200_000, 200_000, 0, 15, 'ana p')).toBe('walk');
+    expect(searchPlan(762, 200_000, 200_000, 0, 15, 'ana paula')).toBe('trigram');
+    expect(searchPlan(1, 200_000, 200_000, 0, 15, 'ab')).toBe('trigram');
+  });
+
   it('counts for a unit scope the tenant\'s matches that the trigram indexes sift', () => {
     // A unit with 3,000 of the tenant's 200,000 studies, 300 of them matching: the tenant holds
     // about 20,000 matches that a trigram plan would visit, and a walk needs about 150 rows.

@@ -182,7 +182,7 @@ export class StudiesRepository {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`;
-      const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit);
+      const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit, filter.search);
       const where = this.conditions(scope, filter, q, plan === 'walk');
       const rows: SearchRow[] = await this.db.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
       if (rows.length > 0) {
@@ -198,7 +198,7 @@ export class StudiesRepository {
     );
     const total = await this.searchTotal(key, scope, filter, meta);
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit);
+    const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit, filter.search);
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan === 'walk');
     const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
