@@ -23,6 +23,8 @@ const ROOT = join(__dirname, '..');
 const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
 const QUEUE_PREFIX = 'pacs-bench';
+/** How the API runs in the benchmark unless told otherwise: see bench/README.md, "Memory". */
+const API_NODE_OPTIONS = '';
 
 /** Common name fragments: a first name, a frequent surname, the start of one. */
 const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];
@@ -38,6 +40,7 @@ interface Options {
   dist?: string;
   build: boolean;
   readme: boolean;
+  nodeOptions: string;
 }
 
 interface Fixtures {
@@ -331,12 +334,22 @@ interface CpuProbe {
   database: string;
 }
 
-async function cpuNow(probe: CpuProbe): Promise<{ api: number; pg: number }> {
+async function cpuNow(probe: CpuProbe): Promise<{ api: number; pg: Map<number, number> }> {
   const { rows } = await probe.db.query<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
     [probe.database],
   );
-  return { api: cpuMsOf(probe.apiPid), pg: rows.reduce((sum, row) => sum + cpuMsOf(row.pid), 0) };
+  return { api: cpuMsOf(probe.apiPid), pg: new Map(rows.map((row) => [row.pid, cpuMsOf(row.pid)])) };
+}
+
+/**
+ * PostgreSQL CPU between two samples, backend by backend: a backend that appeared counts whole, one
+ * that closed in between (an idle pool connection) is left out rather than subtracted.
+ */
+function pgCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0);
+  return total;
 }
 
 async function measure(
@@ -370,7 +383,7 @@ async function measure(
     statuses,
     peakRssMb: memory ? round(memory.peak(), 0) : undefined,
     apiCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.api - cpuBefore.api) / completed, 3) : undefined,
-    pgCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.pg - cpuBefore.pg) / completed, 3) : undefined,
+    pgCpuMs: cpuBefore && cpuAfter && completed ? round(pgCpuBetween(cpuBefore.pg, cpuAfter.pg) / completed, 3) : undefined,
   };
 }
 
@@ -463,6 +476,7 @@ async function main(): Promise<void> {
     .option('--dist <dir>', 'run an existing build (a directory holding src/main.js) instead of building')
     .option('--no-build', 'reuse bench/results/dist from the previous run')
     .option('--no-readme', 'do not write the table into bench/README.md')
+    .option('--node-options <flags>', 'NODE_OPTIONS of the API process (see bench/README.md)', API_NODE_OPTIONS)
     .parse(process.argv)
     .opts<Options>();
   const connectionCounts = options.connections.split(',').map(Number);
@@ -492,6 +506,7 @@ async function main(): Promise<void> {
       JWT_SECRET: randomBytes(32).toString('hex'),
       WEBHOOK_SECRET: randomBytes(16).toString('hex'),
       METRICS_TOKEN: randomBytes(16).toString('hex'),
+      NODE_OPTIONS: options.nodeOptions,
     });
     children.push(api);
     const pid = api.process.pid as number;
@@ -554,7 +569,7 @@ async function main(): Promise<void> {
       machine: { ...info, load_average_at_end: loadavg().map((x) => round(x, 2)) },
       database: { name: options.database, ...fx.database },
       largest_tenant: { name: fx.tenantName, studies: fx.tenantStudies, caller: fx.adminEmail },
-      options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts },
+      options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts, api_node_options: options.nodeOptions },
       searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches },
       api_peak_rss_mb: round(peakRssMb, 0),
       results: rows,
