@@ -30,9 +30,11 @@ export class AccessLogRepository {
        SELECT v.occurred_at, v.action, v.user_id, COALESCE(s.tenant_id, v.tenant_id), v.study_id, v.target_id,
               v.ip, v.request_id
          FROM unnest($1::timestamptz[], $2::varchar[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[],
-                     $7::varchar[], $8::varchar[])
-              AS v(occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id)
-         LEFT JOIN studies s ON s.id = v.study_id`,
+                     $7::varchar[], $8::varchar[]) WITH ORDINALITY
+              AS v(occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id, n)
+         LEFT JOIN studies s ON s.id = v.study_id
+        -- The join may reorder rows; ids must follow the order in which the accesses happened.
+        ORDER BY v.n`,
       [
         rows.map((r) => r.occurred_at.toISOString()),
         rows.map((r) => r.action),
