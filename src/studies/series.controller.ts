@@ -21,7 +21,7 @@ export class SeriesController {
     @CallerScope() scope: DataScope,
     @UuidParam('id', 'Series') id: string,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<Buffer> {
+  ): Promise<string> {
     // The body is already the JSON of InstanceDto[] (built by PostgreSQL): sent as it is.
     reply.type('application/json; charset=utf-8');
     return this.studies.instancesJson(scope, id);

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Client as PgClient, QueryConfig } from 'pg';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
@@ -267,14 +266,14 @@ export class StudiesRepository {
   }
 
   /**
-   * The instances of a series whose study is in the scope, as the response's JSON (UTF-8, an array of
+   * The instances of a series whose study is in the scope, as the response's JSON text (an array of
    * InstanceDto, in list order), or null when the series is missing or outside the scope. A series
    * holds up to thousands of instances: building the JSON in PostgreSQL (row_to_json of a row with the
    * response's field names in order, times formatted as toISOString() does) spares the API process an object
    * per row and their serialisation, which made this the slowest and most memory-hungry read.
    * One statement does the scope check and the list.
    */
-  async instancesJson(scope: DataScope, seriesId: string): Promise<Buffer | null> {
+  async instancesJson(scope: DataScope, seriesId: string): Promise<string | null> {
     const p = new SqlParams();
     const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
     const text = `SELECT '[' || coalesce((
@@ -285,18 +284,8 @@ export class StudiesRepository {
                   FROM instances i WHERE i.series_id = se.id), '') || ']' AS body
          FROM series se JOIN studies s ON s.id = se.study_id
         WHERE se.id = ${p.add(seriesId)} AND ${inScope}`;
-    // Binary results: the body arrives as the bytes PostgreSQL sent (a Buffer outside the JavaScript
-    // heap), not as a string of several hundred kilobytes for the garbage collector to move.
-    const runner = this.db.createQueryRunner();
-    try {
-      const client = (await runner.connect()) as PgClient;
-      // `binary` is a node-postgres query option its type declarations leave out.
-      const query = { text, values: p.values, binary: true } as QueryConfig;
-      const result = await client.query<{ body: Buffer }>(query);
-      return result.rows[0]?.body ?? null;
-    } finally {
-      await runner.release();
-    }
+    const rows: Array<{ body: string }> = await this.db.query(text, p.values);
+    return rows[0]?.body ?? null;
   }
 
   /** The image server's id of an instance whose series belongs to that study, the study in scope. */

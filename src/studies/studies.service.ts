@@ -38,8 +38,8 @@ export class StudiesService {
     return (await this.studies.listSeries(studyId)).map(toSeriesDto);
   }
 
-  /** The instances of a series as JSON (InstanceDto[], UTF-8); see StudiesRepository.instancesJson. */
-  async instancesJson(scope: DataScope, seriesId: string): Promise<Buffer> {
+  /** The instances of a series as JSON text (InstanceDto[]); see StudiesRepository.instancesJson. */
+  async instancesJson(scope: DataScope, seriesId: string): Promise<string> {
     const body = await this.studies.instancesJson(scope, seriesId);
     if (body === null) throw Errors.notFound('Series');
     return body;
