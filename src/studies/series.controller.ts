@@ -1,6 +1,7 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import type { Readable } from 'stream';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
@@ -21,8 +22,8 @@ export class SeriesController {
     @CallerScope() scope: DataScope,
     @UuidParam('id', 'Series') id: string,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<string> {
-    // The body is already the JSON of InstanceDto[] (built by PostgreSQL): sent as it is.
+  ): Promise<Readable> {
+    // The body is already the JSON of InstanceDto[] (built by PostgreSQL), streamed as it is.
     reply.type('application/json; charset=utf-8');
     return this.studies.instancesJson(scope, id);
   }

@@ -72,6 +72,9 @@ interface SearchMeta {
 }
 type SearchRow = Study & SearchMeta;
 
+// About 330 bytes of JSON each: a part stays well below V8's large-object size (128 KB).
+const INSTANCES_PER_PART = 200;
+
 /** A timestamptz as JavaScript's toISOString() writes it (UTC, milliseconds, "Z"). */
 const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -266,26 +269,36 @@ export class StudiesRepository {
   }
 
   /**
-   * The instances of a series whose study is in the scope, as the response's JSON text (an array of
-   * InstanceDto, in list order), or null when the series is missing or outside the scope. A series
-   * holds up to thousands of instances: building the JSON in PostgreSQL (row_to_json of a row with the
-   * response's field names in order, times formatted as toISOString() does) spares the API process an object
-   * per row and their serialisation, which made this the slowest and most memory-hungry read.
+   * The instances of a series whose study is in the scope, as the response's JSON text in parts
+   * (each the comma-joined objects of up to INSTANCES_PER_PART instances, in list order; an empty
+   * array for none), or null when the series is missing or outside the scope. A series holds up to
+   * thousands of instances: building the JSON in PostgreSQL (row_to_json of a row with the
+   * response's field names in order, times formatted as toISOString() does) spares the API process
+   * an object per row and their serialisation, which made this the slowest read. The parts keep each
+   * string small enough to die young in V8 (one string of several hundred kilobytes per response
+   * went to the old generation and grew the process by a hundred megabytes under load).
    * One statement does the scope check and the list.
    */
-  async instancesJson(scope: DataScope, seriesId: string): Promise<string | null> {
+  async instancesJson(scope: DataScope, seriesId: string): Promise<string[] | null> {
     const p = new SqlParams();
     const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
-    const text = `SELECT '[' || coalesce((
-                SELECT string_agg(row_to_json((SELECT d FROM (SELECT i.id, i.series_id, i.imgsrv_instance_id,
-                         i.sop_instance_uid, i.instance_number, i.rows, i.columns, i.slice_thickness,
-                         ${isoTime('i.created_at')} AS created_at, ${isoTime('i.updated_at')} AS updated_at) d))::text,
-                       ',' ORDER BY i.instance_number, i.created_at, i.id)
-                  FROM instances i WHERE i.series_id = se.id), '') || ']' AS body
-         FROM series se JOIN studies s ON s.id = se.study_id
-        WHERE se.id = ${p.add(seriesId)} AND ${inScope}`;
-    const rows: Array<{ body: string }> = await this.db.query(text, p.values);
-    return rows[0]?.body ?? null;
+    const series = p.add(seriesId);
+    const rows: Array<{ part: string | null }> = await this.db.query(
+      `SELECT parts.part
+         FROM (SELECT se.id FROM series se JOIN studies s ON s.id = se.study_id WHERE se.id = ${series} AND ${inScope}) found
+         LEFT JOIN LATERAL (
+           SELECT (x.n - 1) / ${INSTANCES_PER_PART} AS chunk, string_agg(x.json, ',' ORDER BY x.n) AS part
+             FROM (SELECT row_number() OVER (ORDER BY i.instance_number, i.created_at, i.id) AS n,
+                          row_to_json((SELECT d FROM (SELECT i.id, i.series_id, i.imgsrv_instance_id, i.sop_instance_uid,
+                            i.instance_number, i.rows, i.columns, i.slice_thickness,
+                            ${isoTime('i.created_at')} AS created_at, ${isoTime('i.updated_at')} AS updated_at) d))::text AS json
+                     FROM instances i WHERE i.series_id = found.id) x
+            GROUP BY (x.n - 1) / ${INSTANCES_PER_PART}) parts ON true
+        ORDER BY parts.chunk`,
+      p.values,
+    );
+    if (rows.length === 0) return null;
+    return rows.flatMap((row) => (row.part === null ? [] : [row.part]));
   }
 
   /** The image server's id of an instance whose series belongs to that study, the study in scope. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { Readable } from 'stream';
 import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../common/pagination';
@@ -38,10 +39,21 @@ export class StudiesService {
     return (await this.studies.listSeries(studyId)).map(toSeriesDto);
   }
 
-  /** The instances of a series as JSON text (InstanceDto[]); see StudiesRepository.instancesJson. */
-  async instancesJson(scope: DataScope, seriesId: string): Promise<string> {
-    const body = await this.studies.instancesJson(scope, seriesId);
-    if (body === null) throw Errors.notFound('Series');
-    return body;
+  /**
+   * The instances of a series as a stream of the JSON text of InstanceDto[] (see
+   * StudiesRepository.instancesJson), 404 when the series is not in the scope.
+   */
+  async instancesJson(scope: DataScope, seriesId: string): Promise<Readable> {
+    const parts = await this.studies.instancesJson(scope, seriesId);
+    if (parts === null) throw Errors.notFound('Series');
+    return Readable.from(jsonArray(parts));
   }
+
+}
+
+/** `[`, the parts separated by commas, `]`: the parts are comma-joined JSON objects. */
+function* jsonArray(parts: string[]): Generator<string> {
+  yield '[';
+  for (let n = 0; n < parts.length; n++) yield n === 0 ? parts[n] : `,${parts[n]}`;
+  yield ']';
 }

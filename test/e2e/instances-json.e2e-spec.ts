@@ -48,6 +48,28 @@ describe('instances list JSON', () => {
     expect(res.raw.length).toBeLessThanOrEqual(JSON.stringify(expected).length + 1);
   });
 
+  it('streams a long series in parts that join into one valid array', async () => {
+    const { series } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+    await t.db.query(
+      `INSERT INTO instances (series_id, imgsrv_instance_id, sop_instance_uid, instance_number, rows, columns, slice_thickness)
+       SELECT $1::uuid, 'long-' || $1::text || '-' || n, '1.2.3.' || n, 451 - n, 256, 256, n / 10.0 FROM generate_series(1, 450) AS n`,
+      [series.id],
+    );
+    const res = await t.http.get(`/api/series/${series.id}/instances`, { token: clinic.adminToken });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    const entities = await t.db
+      .getRepository(Instance)
+      .createQueryBuilder('i')
+      .where('i.series_id = :id', { id: series.id })
+      .orderBy('i.instance_number', 'ASC')
+      .addOrderBy('i.created_at', 'ASC')
+      .addOrderBy('i.id', 'ASC')
+      .getMany();
+    expect(entities).toHaveLength(451);
+    expect(JSON.parse(res.raw.toString())).toEqual(entities.map(toInstanceDto));
+  });
+
   it('is [] for a series without instances, and 404 outside the caller\'s unit or tenant', async () => {
     const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit2.id);
     const empty = await createSeries(t.db, study.id, { series_number: 9 });
