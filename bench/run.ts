@@ -24,7 +24,7 @@ const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
 const QUEUE_PREFIX = 'pacs-bench';
 /** How the API runs in the benchmark unless told otherwise: see bench/README.md, "Memory". */
-const API_NODE_OPTIONS = '--max-old-space-size=256 --max-semi-space-size=8';
+const API_NODE_OPTIONS = '';
 
 /** Common name fragments: a first name, a frequent surname, the start of one. */
 const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];
