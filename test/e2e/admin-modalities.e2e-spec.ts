@@ -2,13 +2,11 @@ import { randomUUID } from 'crypto';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
+import { ISO, PAGE_KEYS, tag } from '../support/expectations';
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const MODALITY_KEYS = ['aet', 'created_at', 'id', 'ip_address', 'name', 'tenant', 'tenant_id', 'unit', 'unit_id', 'updated_at'];
-const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
 const NAME_TAKEN = 'A modality with that name already exists in this unit.';
 const AET_TAKEN = 'The aet has already been taken.';
-const tag = () => randomUUID().slice(0, 8);
 /** A unique AE title of at most 16 characters. */
 const aet = (prefix = 'AE') => `${prefix}${randomUUID().replace(/-/g, '').slice(0, 10)}`.toUpperCase();
 const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);

@@ -9,11 +9,9 @@ import {
   login,
   TEST_PASSWORD,
 } from '../support/factories';
+import { ISO, PAGE_KEYS, tag } from '../support/expectations';
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TENANT_KEYS = ['created_at', 'id', 'is_active', 'logo', 'name', 'slug', 'updated_at'];
-const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
-const tag = () => randomUUID().slice(0, 8);
 
 describe('Admin: tenants (/api/admin/tenants)', () => {
   let t: TestApp;

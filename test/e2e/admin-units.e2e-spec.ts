@@ -1,12 +1,10 @@
 import { randomUUID } from 'crypto';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
+import { ISO, PAGE_KEYS, tag } from '../support/expectations';
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNIT_KEYS = ['created_at', 'id', 'is_active', 'name', 'slug', 'tenant_id', 'updated_at'];
-const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
 const UNIT_TAKEN = 'A unit with that name already exists for this clinic.';
-const tag = () => randomUUID().slice(0, 8);
 const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
 
 describe('Admin: units (/api/admin/units)', () => {

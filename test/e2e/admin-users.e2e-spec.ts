@@ -2,8 +2,8 @@ import { randomUUID } from 'crypto';
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
+import { ISO, PAGE_KEYS, tag } from '../support/expectations';
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const USER_KEYS = [
   'created_at',
   'crm',
@@ -20,13 +20,11 @@ const USER_KEYS = [
   'unit_id',
   'updated_at',
 ];
-const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
 const EMAIL_TAKEN = 'The email has already been taken.';
 const UNIT_OUTSIDE = 'The selected unit does not belong to the selected clinic.';
 const CRM_MESSAGE = 'The crm field must have the format NNNN/SS to NNNNNN/SS (4 to 6 digits, "/", 2 uppercase letters).';
 const NOT_DATA_URL = 'The signature must be a data URL starting with data:image/jpeg;base64, or data:image/png;base64,.';
 const NOT_IMAGE = 'The signature is not a valid image of the declared type (JPEG or PNG).';
-const tag = () => randomUUID().slice(0, 8);
 const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
 
 describe('Admin: users (/api/admin/users)', () => {

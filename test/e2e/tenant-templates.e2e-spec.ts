@@ -3,8 +3,8 @@ import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
+import { ISO, PAGE_KEYS, tag } from '../support/expectations';
 
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TEMPLATE_KEYS = [
   'assets',
   'content',
@@ -20,9 +20,7 @@ const TEMPLATE_KEYS = [
   'unit_name',
   'updated_at',
 ];
-const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
 const UNIT_INVALID = 'The selected unit id is invalid.';
-const tag = () => randomUUID().slice(0, 8);
 const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
 
 interface TemplateRow {

@@ -1,0 +1,10 @@
+import { randomUUID } from 'crypto';
+
+/** An ISO 8601 timestamp as the API writes it (Date#toISOString). */
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** The keys of every paginated answer. */
+export const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
+
+/** A short random tag that keeps names unique across tests sharing one database. */
+export const tag = () => randomUUID().slice(0, 8);
