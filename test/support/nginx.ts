@@ -75,7 +75,10 @@ export async function startNginx(opts: StartNginxOptions): Promise<NginxInstance
   const prefix = `${dir}/`;
   const globals = (daemon: boolean): string => `${daemon ? '' : 'daemon off; '}pid ${path.join(dir, 'nginx.pid')};`;
 
-  const rendered = renderNginxConfig(await fs.readFile(NGINX_TEMPLATE, 'utf8'), {
+  // The checkout may sit under a private folder (CI clones into a mode-700 mktemp dir), where
+  // nginx's unprivileged workers could not read the viewer's files: as root, workers run as root.
+  const workerUser = process.getuid?.() === 0 ? 'user root;\n' : '';
+  const rendered = workerUser + renderNginxConfig(await fs.readFile(NGINX_TEMPLATE, 'utf8'), {
     listen: `127.0.0.1:${port}`,
     apiUpstream: `${opts.apiHost ?? '127.0.0.1'}:${opts.apiPort}`,
     orthancUpstream: `${opts.orthancHost ?? '127.0.0.1'}:${opts.orthancPort}`,
