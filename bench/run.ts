@@ -476,7 +476,7 @@ async function main(): Promise<void> {
     .option('--dist <dir>', 'run an existing build (a directory holding src/main.js) instead of building')
     .option('--no-build', 'reuse bench/results/dist from the previous run')
     .option('--no-readme', 'do not write the table into bench/README.md')
-    .option('--node-options <flags>', 'NODE_OPTIONS of the API process (see bench/README.md)', API_NODE_OPTIONS)
+    .option('--node-options <flags>', 'flags of the API\'s node command, e.g. heap limits or --cpu-prof (see bench/README.md)', API_NODE_OPTIONS)
     .parse(process.argv)
     .opts<Options>();
   const connectionCounts = options.connections.split(',').map(Number);
@@ -506,8 +506,7 @@ async function main(): Promise<void> {
       JWT_SECRET: randomBytes(32).toString('hex'),
       WEBHOOK_SECRET: randomBytes(16).toString('hex'),
       METRICS_TOKEN: randomBytes(16).toString('hex'),
-      NODE_OPTIONS: options.nodeOptions,
-    });
+    }, options.nodeOptions.split(/\s+/).filter(Boolean));
     children.push(api);
     const pid = api.process.pid as number;
     const memory = rssSampler(pid);

@@ -1,7 +1,7 @@
 import fastifyCookie from '@fastify/cookie';
 import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'crypto';
 import type { FastifyInstance } from 'fastify';
@@ -12,6 +12,7 @@ import { validationExceptionFactory } from './common/errors/validation-errors';
 import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
+import { FastifyAdapterWithRawRoutes } from './common/http/raw-routes';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -72,8 +73,8 @@ export function setupSwagger(app: NestFastifyApplication): void {
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json' });
 }
 
-export function createAdapter(config: AppConfig): FastifyAdapter {
-  return new FastifyAdapter({
+export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
+  return new FastifyAdapterWithRawRoutes({
     trustProxy: config.trustProxy,
     bodyLimit: BODY_LIMIT_BYTES,
     http: { maxHeaderSize: MAX_HEADER_BYTES },

@@ -70,10 +70,10 @@ export async function startBareServer(): Promise<Child> {
 }
 
 /** The API exactly as production runs it (`node <dist>/src/main.js`), on its own port. */
-export async function startApi(mainJs: string, env: Record<string, string>): Promise<Child> {
+export async function startApi(mainJs: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Child> {
   const port = await freePort();
   const child = track(
-    spawn(process.execPath, [mainJs], {
+    spawn(process.execPath, [...nodeArgs, mainJs], {
       env: { ...process.env, ...env, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),

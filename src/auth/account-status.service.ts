@@ -29,10 +29,16 @@ export class AccountStatusService {
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async get(userId: string): Promise<AccountState | null> {
-    const now = Date.now();
+  /** The cached state while it is fresh (null: no such user), else undefined: ask `get`. */
+  peek(userId: string): AccountState | null | undefined {
     const hit = this.cache.get(userId);
-    if (hit && hit.until > now) return hit.state;
+    return hit && hit.until > Date.now() ? hit.state : undefined;
+  }
+
+  async get(userId: string): Promise<AccountState | null> {
+    const cached = this.peek(userId);
+    if (cached !== undefined) return cached;
+    const now = Date.now();
     const rows: Array<AccountState & { user_active: boolean; tenant_active: boolean | null }> =
       await this.dataSource.query(
         `SELECT u.id, u.email, u.name, u.tenant_id, u.unit_id, u.is_super_admin, u.is_tenant_admin,

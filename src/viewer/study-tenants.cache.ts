@@ -36,6 +36,17 @@ export class StudyTenantsCache {
     return { tenants, hit: false };
   }
 
+  /** The tenants of each UID when every one is cached, else undefined (then `tenantsOf`). */
+  peek(uids: string[]): Map<string, readonly string[]> | undefined {
+    const tenants = new Map<string, readonly string[]>();
+    for (const uid of uids) {
+      const cached = this.cache.get(uid);
+      if (!cached) return undefined;
+      tenants.set(uid, cached);
+    }
+    return tenants;
+  }
+
   /** Seeds the cache (a token was just issued for this UID: its first validation should not miss). */
   remember(uid: string, tenants: string[]): void {
     this.cache.set(uid, tenants, Date.now() + (tenants.length ? KNOWN_UID_TTL_MS : UNKNOWN_UID_TTL_MS));

@@ -18,36 +18,42 @@ const PATH_STUDY = /\/studies\/([^/]*)/gi;
  */
 const PATH_TRICK = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f/i;
 
+// It runs before every DICOMweb request of the viewer: no intermediate strings or iterators when the
+// URI is the plain path form (no fragment, no encoding, one UID).
 export function extractStudyUids(originalUri: string | undefined | null): string[] | null {
   if (typeof originalUri !== 'string' || originalUri.length === 0) return null;
-  const withoutFragment = originalUri.split('#', 1)[0];
+  const fragmentAt = originalUri.indexOf('#');
+  const withoutFragment = fragmentAt === -1 ? originalUri : originalUri.slice(0, fragmentAt);
   const queryAt = withoutFragment.indexOf('?');
   const path = queryAt === -1 ? withoutFragment : withoutFragment.slice(0, queryAt);
-  const query = queryAt === -1 ? '' : withoutFragment.slice(queryAt + 1);
   if (PATH_TRICK.test(path)) return null;
 
   const values: string[] = [];
-  for (const match of path.matchAll(PATH_STUDY)) values.push(match[1]);
-  for (const part of query.split('&')) {
-    if (part === '') continue;
-    const eq = part.indexOf('=');
-    const key = decode(eq === -1 ? part : part.slice(0, eq));
-    if (key === null) return null;
-    if (!STUDY_UID_KEYS.has(normaliseKey(key))) continue;
-    values.push(eq === -1 ? '' : part.slice(eq + 1));
+  PATH_STUDY.lastIndex = 0;
+  for (let match = PATH_STUDY.exec(path); match !== null; match = PATH_STUDY.exec(path)) values.push(match[1]);
+  if (queryAt !== -1) {
+    for (const part of withoutFragment.slice(queryAt + 1).split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      const key = decode(eq === -1 ? part : part.slice(0, eq));
+      if (key === null) return null;
+      if (!STUDY_UID_KEYS.has(normaliseKey(key))) continue;
+      values.push(eq === -1 ? '' : part.slice(eq + 1));
+    }
   }
   if (values.length === 0) return null;
 
-  const uids = new Set<string>();
+  const uids: string[] = [];
   for (const raw of values) {
     const value = decode(raw);
     if (value === null) return null;
-    for (const uid of value.split(/[,\\]/)) {
+    const list = value.includes(',') || value.includes('\\') ? value.split(/[,\\]/) : [value];
+    for (const uid of list) {
       if (uid.length > MAX_UID_LENGTH || !UID.test(uid)) return null;
-      uids.add(uid);
+      if (!uids.includes(uid)) uids.push(uid);
     }
   }
-  return [...uids];
+  return uids;
 }
 
 function normaliseKey(key: string): string {
@@ -56,6 +62,7 @@ function normaliseKey(key: string): string {
 
 /** Percent-decoding as a query string does (`+` is a space); null when malformed. */
 function decode(text: string): string | null {
+  if (!text.includes('%') && !text.includes('+')) return text;
   try {
     return decodeURIComponent(text.replace(/\+/g, ' '));
   } catch {

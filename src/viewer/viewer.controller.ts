@@ -54,6 +54,8 @@ export class ViewerController {
   @ApiOkResponse({ description: 'Allowed (empty body)' })
   @ApiUnauthorizedResponse({ description: '`{error: "Missing token"}` or `{error: "Invalid or expired token"}`' })
   @ApiForbiddenResponse({ description: '`{error: "Forbidden"}`' })
+  // On a socket, ValidateRawRoute answers this path before Nest sees it, with the same statuses,
+  // bodies and headers; this handler documents the route and answers in-process requests.
   async validate(
     // The raw request rather than @Headers(): no pipe runs on this hot path.
     @Req() request: FastifyRequest,

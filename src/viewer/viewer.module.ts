@@ -3,10 +3,11 @@ import { StudiesModule } from '../studies/studies.module';
 import { StudyTenantsCache } from './study-tenants.cache';
 import { ViewerController } from './viewer.controller';
 import { ViewerService } from './viewer.service';
+import { ValidateRawRoute } from './validate.raw-route';
 
 @Module({
   imports: [StudiesModule],
   controllers: [ViewerController],
-  providers: [ViewerService, StudyTenantsCache],
+  providers: [ViewerService, StudyTenantsCache, ValidateRawRoute],
 })
 export class ViewerModule {}

@@ -36,7 +36,13 @@ function build(overrides: {
     is_tenant_admin: false,
     usable: true,
   };
-  const accounts = { get: jest.fn(overrides.account ?? (async () => account)) };
+  // As AccountStatusService: `peek` answers what the last `get` read, until then nothing.
+  let cachedAccount: AccountState | null | undefined;
+  const loadAccount = overrides.account ?? (async () => account);
+  const accounts = {
+    get: jest.fn(async () => (cachedAccount = await loadAccount())),
+    peek: jest.fn(() => cachedAccount),
+  };
   const studies = {
     tenantsOfStudyUids: jest.fn(overrides.tenantsOf ?? (async () => new Map([[UID, [TENANT]]]))),
   };
@@ -125,6 +131,74 @@ describe('ViewerService.validate', () => {
       ['allowed', false],
       ['allowed', true],
       ['forbidden', undefined],
+    ]);
+  });
+});
+
+describe('ViewerService.validateNow (the answer from process memory)', () => {
+  const OTHER_UID = '1.2.3.5';
+
+  it('has no answer until the token, the account and the study are cached, then the same one as validate', async () => {
+    const { service, redis, studies } = build();
+    expect(service.validateNow(TOKEN, URI)).toBeUndefined();
+    expect(await service.validate(TOKEN, URI)).toBe(ALLOW);
+    expect(service.validateNow(TOKEN, URI)).toBe(ALLOW);
+    expect(service.validateNow(TOKEN, `${URI}/series/1.2/instances/1.3`)).toBe(ALLOW);
+    expect(redis.get).toHaveBeenCalledTimes(1);
+    expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(1);
+  });
+
+  it('answers what needs no lookup at once: no token, a token that is not a uuid, a URI without a study', async () => {
+    const { service } = build();
+    expect(service.validateNow(undefined, URI)).toBe(MISSING_TOKEN);
+    expect(service.validateNow('  ', URI)).toBe(MISSING_TOKEN);
+    expect(service.validateNow('not-a-uuid', URI)).toBe(INVALID_TOKEN);
+    await service.validate(TOKEN, URI);
+    expect(service.validateNow(TOKEN, '/dicom-web/studies')).toBe(FORBIDDEN);
+  });
+
+  it('goes back to the stores for a study it has not seen, and refuses one of another tenant', async () => {
+    const { service, studies } = build({
+      tenantsOf: async () => new Map([[UID, [TENANT]], [OTHER_UID, ['tenant-b']]]),
+    });
+    await service.validate(TOKEN, URI);
+    expect(service.validateNow(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBeUndefined();
+    expect(await service.validate(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBe(FORBIDDEN);
+    expect(service.validateNow(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBe(FORBIDDEN);
+    expect(service.validateNow(TOKEN, `/dicom-web/studies?StudyInstanceUIDs=${UID},${OTHER_UID}`)).toBe(FORBIDDEN);
+    expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(2);
+  });
+
+  it('refuses a cached token past its expiry, and one whose account is no longer usable', async () => {
+    let now = 1_000_000;
+    const spy = jest.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      const expiring = build({ session: { expires_at: now + 1_000 } }).service;
+      await expiring.validate(TOKEN, URI);
+      now += 999;
+      expect(expiring.validateNow(TOKEN, URI)).toBe(ALLOW);
+      now += 1;
+      // The cached entry ends with the token: memory has no answer, and validate refuses it.
+      expect(expiring.validateNow(TOKEN, URI)).toBeUndefined();
+      expect(await expiring.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+    } finally {
+      spy.mockRestore();
+    }
+    const { service } = build({ account: async () => null });
+    expect(await service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+    expect(service.validateNow(TOKEN, URI)).toBe(INVALID_TOKEN);
+  });
+
+  it('reports its outcomes like validate, the study lookup as a cache hit', async () => {
+    const metrics = { viewerValidation: jest.fn() };
+    const { service } = build({ metrics });
+    await service.validate(TOKEN, URI);
+    service.validateNow(TOKEN, URI);
+    service.validateNow(undefined, URI);
+    expect(metrics.viewerValidation.mock.calls).toEqual([
+      ['allowed', false],
+      ['allowed', true],
+      ['missing_token', undefined],
     ]);
   });
 });

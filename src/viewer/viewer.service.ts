@@ -2,7 +2,7 @@ import { HttpStatus, Inject, Injectable, Logger, Optional } from '@nestjs/common
 import { isUUID } from 'class-validator';
 import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
-import { AccountStatusService } from '../auth/account-status.service';
+import { AccountState, AccountStatusService } from '../auth/account-status.service';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
 import { ApiError } from '../common/errors/api-errors';
@@ -98,17 +98,48 @@ export class ViewerService {
 
   /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
   async validate(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
-    const outcome = await this.decide(tokenHeader, originalUri);
+    const outcome = this.decideFromMemory(tokenHeader, originalUri) ?? (await this.decide(tokenHeader, originalUri));
+    return this.recorded(outcome);
+  }
+
+  /**
+   * The same verdict as `validate`, without waiting, when everything it needs is in process memory
+   * (a viewer's requests after its first); undefined when Redis or PostgreSQL must be asked.
+   */
+  validateNow(tokenHeader: unknown, originalUri: unknown): Verdict | undefined {
+    const outcome = this.decideFromMemory(tokenHeader, originalUri);
+    return outcome && this.recorded(outcome);
+  }
+
+  private recorded(outcome: Outcome): Verdict {
     this.metrics?.viewerValidation(outcome.verdict.result, outcome.cacheHit);
     return outcome.verdict;
   }
 
-  private async decide(tokenHeader: unknown, originalUri: unknown): Promise<{ verdict: Verdict; cacheHit?: boolean }> {
-    if (typeof tokenHeader !== 'string' || tokenHeader.trim() === '') return { verdict: MISSING_TOKEN };
+  private decideFromMemory(tokenHeader: unknown, originalUri: unknown): Outcome | undefined {
+    const token = tokenOf(tokenHeader);
+    if (token === null) return { verdict: MISSING_TOKEN };
+    if (!isUUID(token)) return { verdict: INVALID_TOKEN };
+    const session = this.sessions.get(token);
+    if (!session) return undefined;
+    if (session.expires_at <= Date.now()) return { verdict: INVALID_TOKEN };
+    const account = this.accounts.peek(session.user_id);
+    if (account === undefined) return undefined;
+    if (!accountAllows(account, session)) return { verdict: INVALID_TOKEN };
+    const uids = extractStudyUids(typeof originalUri === 'string' ? originalUri : undefined);
+    if (!uids) return { verdict: FORBIDDEN };
+    const tenants = this.uidTenants.peek(uids);
+    if (!tenants) return undefined;
+    return { verdict: tenantsVerdict(uids, tenants, session), cacheHit: true };
+  }
+
+  private async decide(tokenHeader: unknown, originalUri: unknown): Promise<Outcome> {
+    const token = tokenOf(tokenHeader);
+    if (token === null) return { verdict: MISSING_TOKEN };
     let session: ViewerSession | null;
     try {
-      session = await this.session(tokenHeader.trim());
-      if (session && !(await this.accountAllows(session))) session = null;
+      session = await this.session(token);
+      if (session && !accountAllows(await this.accounts.get(session.user_id), session)) session = null;
     } catch (error) {
       this.logger.warn(`Viewer token check failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: INVALID_TOKEN };
@@ -119,12 +150,7 @@ export class ViewerService {
     if (!uids) return { verdict: FORBIDDEN };
     try {
       const { tenants, hit } = await this.uidTenants.tenantsOf(uids);
-      // A UID held by several tenants is served by the image server as one study: all or nothing.
-      const allowed = uids.every((uid) => {
-        const holders = tenants.get(uid);
-        return !!holders && holders.length > 0 && holders.every((tenant) => tenant === session.tenant_id);
-      });
-      return { verdict: allowed ? ALLOW : FORBIDDEN, cacheHit: hit };
+      return { verdict: tenantsVerdict(uids, tenants, session), cacheHit: hit };
     } catch (error) {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: FORBIDDEN, cacheHit: false };
@@ -143,13 +169,34 @@ export class ViewerService {
     }
     return session.expires_at > now ? session : null;
   }
+}
 
-  /** The token dies with its user's or tenant's deactivation, and if the user left the tenant. */
-  private async accountAllows(session: ViewerSession): Promise<boolean> {
-    const account = await this.accounts.get(session.user_id);
-    if (!account?.usable) return false;
-    return account.is_super_admin || account.tenant_id === session.tenant_id;
-  }
+interface Outcome {
+  verdict: Verdict;
+  /** Whether the study-to-tenant lookup, when one was made, came from the cache alone. */
+  cacheHit?: boolean;
+}
+
+/** The trimmed token, or null when the header is missing or blank. */
+function tokenOf(header: unknown): string | null {
+  if (typeof header !== 'string') return null;
+  const token = header.trim();
+  return token === '' ? null : token;
+}
+
+/** The token dies with its user's or tenant's deactivation, and if the user left the tenant. */
+function accountAllows(account: AccountState | null, session: ViewerSession): boolean {
+  if (!account?.usable) return false;
+  return account.is_super_admin || account.tenant_id === session.tenant_id;
+}
+
+/** A UID held by several tenants is served by the image server as one study: all or nothing. */
+function tenantsVerdict(uids: string[], tenants: Map<string, readonly string[]>, session: ViewerSession): Verdict {
+  const allowed = uids.every((uid) => {
+    const holders = tenants.get(uid);
+    return !!holders && holders.length > 0 && holders.every((tenant) => tenant === session.tenant_id);
+  });
+  return allowed ? ALLOW : FORBIDDEN;
 }
 
 function parseSession(text: string): ViewerSession | undefined {

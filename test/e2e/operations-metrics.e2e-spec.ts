@@ -1,6 +1,7 @@
 import { getQueueToken } from '@nestjs/bull';
 import Bull, { Queue } from 'bull';
 import { randomUUID } from 'crypto';
+import type { AddressInfo } from 'net';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { REDIS } from '../../src/common/redis/redis.module';
 import { JobMetricsRecorder } from '../../src/operations/metrics/job-metrics.recorder';
@@ -9,6 +10,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { delay } from '../support/orthanc';
 import { createStudy } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
+import { socketRequest } from '../support/http';
 
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -175,18 +177,28 @@ describe('Operations: Prometheus metrics at /metrics', () => {
     });
   });
 
-  describe('viewer validations through the validate endpoint', () => {
-    it('moves the validation counters and the study-lookup cache counters', async () => {
+  // In process the Nest route answers (Fastify's hooks count it); on a socket the raw route does.
+  describe.each(['in process', 'socket'] as const)('viewer validations through the validate endpoint (%s)', (via) => {
+    let baseUrl = '';
+    beforeAll(async () => {
+      if (via !== 'socket') return;
+      await t.app.listen(0, '127.0.0.1');
+      baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    });
+
+    it('moves the validation counters, the study-lookup cache counters and the request metrics', async () => {
       const clinic = await createClinic(t.db, t.http);
       const other = await createClinic(t.db, t.http);
       const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
       const foreign = await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
       const issued = await t.http.post('/api/viewer/token', { token: clinic.token1, body: { study_id: study.id } });
       expect(issued.status).toBe(200);
-      const validate = (token: string | undefined, uid: string) =>
-        t.http.get('/api/viewer/token/validate', {
-          headers: { ...(token ? { 'x-viewer-token': token } : {}), 'x-original-uri': `/dicom-web/studies/${uid}/series` },
-        });
+      const validate = (token: string | undefined, uid: string) => {
+        const headers = { ...(token ? { 'x-viewer-token': token } : {}), 'x-original-uri': `/dicom-web/studies/${uid}/series` };
+        return via === 'socket'
+          ? socketRequest(baseUrl, 'GET', '/api/viewer/token/validate', headers)
+          : t.http.get('/api/viewer/token/validate', { headers });
+      };
 
       const before = await scrape();
       expect((await validate(issued.body.token, study.study_instance_uid)).status).toBe(200);
@@ -209,6 +221,7 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       expect(delta('pacs_http_requests_total', { ...route, status_code: '200' })).toBe(2);
       expect(delta('pacs_http_requests_total', { ...route, status_code: '401' })).toBe(2);
       expect(delta('pacs_http_requests_total', { ...route, status_code: '403' })).toBe(1);
+      expect(delta('pacs_http_request_duration_seconds_count', { ...route, status_code: '200' })).toBe(2);
     });
   });
 

@@ -1,7 +1,9 @@
+import type { AddressInfo } from 'net';
 import { AccountStatusService } from '../../src/auth/account-status.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createImagedStudy, createStudy, dicomUid, StudyRow } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
+import { socketRequest, TestResponse } from '../support/http';
 
 jest.setTimeout(30_000);
 
@@ -43,11 +45,14 @@ describe('Viewer tokens', () => {
     if (res.status !== 200) throw new Error(`issue: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.token;
   };
-  const validate = (viewerToken: string | undefined, originalUri: string | undefined) => {
+  // In process (inject) the Nest route answers; on a socket, the raw route (RawRoutes) answers first.
+  let transport: 'in process' | 'socket' = 'in process';
+  let baseUrl: string;
+  const validate = (viewerToken: string | undefined, originalUri: string | undefined): Promise<TestResponse> => {
     const headers: Record<string, string> = {};
     if (viewerToken !== undefined) headers['x-viewer-token'] = viewerToken;
     if (originalUri !== undefined) headers['x-original-uri'] = originalUri;
-    return t.http.get(VALIDATE, { headers });
+    return transport === 'socket' ? socketRequest(baseUrl, 'GET', VALIDATE, headers) : t.http.get(VALIDATE, { headers });
   };
 
   describe('POST /api/viewer/token', () => {
@@ -114,10 +119,21 @@ describe('Viewer tokens', () => {
     });
   });
 
-  describe('GET /api/viewer/token/validate', () => {
+  describe.each(['in process', 'socket'] as const)('GET /api/viewer/token/validate (%s)', (via) => {
     let token: string;
     beforeAll(async () => {
       token = await issue(tokens.user1, mine.id);
+      if (via === 'socket' && !baseUrl) {
+        await t.app.listen(0, '127.0.0.1');
+        const address = t.app.getHttpServer().address() as AddressInfo;
+        baseUrl = `http://127.0.0.1:${address.port}`;
+      }
+    });
+    beforeEach(() => {
+      transport = via;
+    });
+    afterAll(() => {
+      transport = 'in process';
     });
 
     it('allows the token\'s study with 200 and an empty body', async () => {
@@ -272,6 +288,76 @@ describe('Viewer tokens', () => {
       } finally {
         pg.mockRestore();
       }
+    });
+  });
+
+  describe('the raw route on a socket, next to the Nest route', () => {
+    let token: string;
+    beforeAll(async () => {
+      token = await issue(tokens.user1, mine.id);
+      if (!baseUrl) {
+        await t.app.listen(0, '127.0.0.1');
+        baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+      }
+    });
+    const headersOf = (viewerToken: string | undefined, uri: string) => ({
+      ...(viewerToken === undefined ? {} : { 'x-viewer-token': viewerToken }),
+      'x-original-uri': uri,
+    });
+    const comparable = (res: TestResponse) => ({
+      status: res.status,
+      body: res.raw.toString('utf8'),
+      contentType: res.headers['content-type'],
+      contentLength: res.headers['content-length'],
+      cacheControl: res.headers['cache-control'],
+      requestId: typeof res.headers['x-request-id'],
+    });
+
+    it('answers each verdict with the same status, body and headers as the Nest route', async () => {
+      const cases: Array<[string | undefined, string]> = [
+        [token, `/dicom-web/studies/${mine.study_instance_uid}/series`],
+        [token, `/dicom-web/studies/${theirs.study_instance_uid}`],
+        [token, '/dicom-web/studies'],
+        [undefined, `/dicom-web/studies/${mine.study_instance_uid}`],
+        ['00000000-0000-4000-8000-000000000000', `/dicom-web/studies/${mine.study_instance_uid}`],
+      ];
+      const statuses: number[] = [];
+      for (const [viewerToken, uri] of cases) {
+        const socket = await socketRequest(baseUrl, 'GET', VALIDATE, headersOf(viewerToken, uri));
+        const inProcess = await t.http.get(VALIDATE, { headers: headersOf(viewerToken, uri) });
+        expect({ uri, ...comparable(socket) }).toEqual({ uri, ...comparable(inProcess) });
+        statuses.push(socket.status);
+      }
+      expect(statuses).toEqual([200, 403, 403, 401, 401]);
+    });
+
+    it('answers HEAD like GET, without a body', async () => {
+      const allowed = await socketRequest(baseUrl, 'HEAD', VALIDATE, headersOf(token, `/dicom-web/studies/${mine.study_instance_uid}`));
+      expect(allowed.status).toBe(200);
+      const refused = await socketRequest(baseUrl, 'HEAD', VALIDATE, headersOf(undefined, '/dicom-web/studies/1.2'));
+      expect(refused.status).toBe(401);
+      expect(refused.raw.length).toBe(0);
+      expect(refused.headers['content-length']).toBe(String(Buffer.byteLength('{"error":"Missing token"}')));
+    });
+
+    it('echoes a sane X-Request-Id and makes one up otherwise', async () => {
+      const uri = `/dicom-web/studies/${mine.study_instance_uid}`;
+      const given = await socketRequest(baseUrl, 'GET', VALIDATE, { ...headersOf(token, uri), 'x-request-id': 'nginx-7f3a.1' });
+      expect(given.headers['x-request-id']).toBe('nginx-7f3a.1');
+      const unsafe = await socketRequest(baseUrl, 'GET', VALIDATE, { ...headersOf(token, uri), 'x-request-id': 'a b<c>' });
+      expect(unsafe.headers['x-request-id']).toMatch(UUID);
+      expect((await socketRequest(baseUrl, 'GET', `${VALIDATE}?x=1`, headersOf(token, uri))).status).toBe(200);
+    });
+
+    it('leaves every other method and path to the application', async () => {
+      const post = await socketRequest(baseUrl, 'POST', VALIDATE, headersOf(token, '/dicom-web/studies/1.2'));
+      const postInProcess = await t.http.post(VALIDATE, { headers: headersOf(token, '/dicom-web/studies/1.2') });
+      expect(post.status).toBe(404);
+      expect(post.body).toEqual(postInProcess.body);
+      expect((await socketRequest(baseUrl, 'GET', `${VALIDATE}/`, headersOf(token, '/dicom-web/studies/1.2'))).status).toBe(404);
+      const health = await socketRequest(baseUrl, 'GET', '/api/health');
+      expect(health.status).toBe(200);
+      expect(health.headers['x-request-id']).toMatch(UUID);
     });
   });
 

@@ -1,6 +1,7 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { randomInt } from 'crypto';
+import { request as httpRequest } from 'http';
 
 export interface RequestOptions {
   token?: string;
@@ -75,4 +76,42 @@ export class HttpClient {
   delete(url: string, options?: RequestOptions) {
     return this.request('DELETE', url, options);
   }
+}
+
+/**
+ * A request over a real socket to a listening app: for what only a socket reaches (routes answered
+ * on Node's request event, see RawRoutes). Header values are sent as the bytes of their UTF-8 form,
+ * as a proxy forwards them.
+ */
+export function socketRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<TestResponse> {
+  const wireHeaders = Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, Buffer.from(value, 'utf8').toString('latin1')]),
+  );
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${baseUrl}${path}`, { method, headers: wireHeaders, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString('utf8');
+        let body: unknown = text;
+        if (String(response.headers['content-type'] ?? '').includes('json') && text) {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+        }
+        resolve({ status: response.statusCode ?? 0, body, headers: response.headers as TestResponse['headers'], raw, cookies: [] });
+      });
+    });
+    request.on('error', reject);
+    request.end();
+  });
 }
