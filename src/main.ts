@@ -1,3 +1,4 @@
+import './config/v8-flags';
 import { createApiApp } from './app.factory';
 import { ConfigError, loadConfig } from './config/environment';
 

@@ -1,3 +1,4 @@
+import './config/v8-flags';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { WorkerModule } from './app.module';
