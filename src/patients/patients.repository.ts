@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { PreparedQueries } from '../database/prepared-queries';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
@@ -35,10 +36,14 @@ function toPatientRow(row: ListRow): Patient {
  */
 @Injectable()
 export class PatientsRepository {
+  private readonly prepared: PreparedQueries;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
-  ) {}
+  ) {
+    this.prepared = new PreparedQueries(db);
+  }
 
   private visible(scope: DataScope): SelectQueryBuilder<Patient> {
     const tenant = scopeCondition(scope, { tenant: 'p.tenant_id' });
@@ -90,17 +95,17 @@ export class PatientsRepository {
       const p = new SqlParams();
       const where = this.conditions(scope, search, p);
       const total = this.totals.patients(scope, p).total as string;
-      const rows: ListRow[] = await this.db.query(this.pageSql(where, `${total} AS _total`, p, offset, limit), p.values);
+      const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${total} AS _total`, p, offset, limit), p.values);
       if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total) };
       const q = new SqlParams();
-      const [row] = await this.db.query(`SELECT ${this.totals.patients(scope, q).total} AS _total`, q.values);
+      const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totals.patients(scope, q).total} AS _total`, q.values);
       return { rows: [], total: Number(row._total) };
     }
 
     const p = new SqlParams();
     const counters = this.totals.patients(scope, p);
     // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
-    const [meta]: Array<{ version: string; tenant: string }> = await this.db.query(
+    const [meta]: Array<{ version: string; tenant: string }> = await this.prepared.query(
       `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant`,
       p.values,
     );
@@ -108,7 +113,7 @@ export class PatientsRepository {
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, search, q);
-      const [row] = await this.db.query(
+      const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.patients(scope, q).version} AS version FROM patients p WHERE ${where}`,
         q.values,
       );
@@ -118,7 +123,7 @@ export class PatientsRepository {
     const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit, search) : 'walk';
     const q = new SqlParams();
     const where = this.conditions(scope, search, q, plan === 'walk');
-    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
     return { rows: rows.map(toPatientRow), total };
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import { PreparedQueries } from '../database/prepared-queries';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { likePattern } from '../common/pagination';
@@ -93,10 +94,14 @@ function toStudyRow(row: Study): Study {
  */
 @Injectable()
 export class StudiesRepository {
+  private readonly prepared: PreparedQueries;
+
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
-  ) {}
+  ) {
+    this.prepared = new PreparedQueries(db);
+  }
 
   private scoped(scope: DataScope): SelectQueryBuilder<Study> {
     const scopeSql = scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' });
@@ -150,11 +155,11 @@ export class StudiesRepository {
     if (filter.search) return this.searchStudies(scope, filter, offset, limit);
     const p = new SqlParams();
     const where = this.conditions(scope, filter, p);
-    const rows: ListRow[] = await this.db.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
+    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
     if (rows.length > 0) return { rows: rows.map(toStudyRow), total: Number(rows[0]._total) };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
-    const [row] = await this.db.query(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
+    const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
     return { rows: [], total: Number(row._total) };
   }
 
@@ -187,7 +192,7 @@ export class StudiesRepository {
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`;
       const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit, filter.search);
       const where = this.conditions(scope, filter, q, plan === 'walk');
-      const rows: SearchRow[] = await this.db.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
+      const rows: SearchRow[] = await this.prepared.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0]);
         return { rows: rows.map(toStudyRow), total };
@@ -195,7 +200,7 @@ export class StudiesRepository {
     }
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
-    const [meta]: SearchRow[] = await this.db.query(
+    const [meta]: SearchRow[] = await this.prepared.query(
       `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`,
       p.values,
     );
@@ -204,7 +209,7 @@ export class StudiesRepository {
     const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit, filter.search);
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan === 'walk');
-    const rows: ListRow[] = await this.db.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
     return { rows: rows.map(toStudyRow), total };
   }
 
@@ -213,7 +218,7 @@ export class StudiesRepository {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, filter, q);
-      const [row] = await this.db.query(
+      const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.studies(scope, q).version} AS version FROM studies s WHERE ${where}`,
         q.values,
       );
@@ -283,7 +288,7 @@ export class StudiesRepository {
     const p = new SqlParams();
     const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
     const series = p.add(seriesId);
-    const rows: Array<{ part: string | null }> = await this.db.query(
+    const rows: Array<{ part: string | null }> = await this.prepared.query(
       `SELECT parts.part
          FROM (SELECT se.id FROM series se JOIN studies s ON s.id = se.study_id WHERE se.id = ${series} AND ${inScope}) found
          LEFT JOIN LATERAL (
