@@ -23,6 +23,7 @@ import { join } from 'path';
 import { Client } from 'pg';
 import * as bcrypt from 'bcryptjs';
 import { ensureDatabase, openDataSource } from '../src/database/data-source-options';
+import { API_NODE_FLAGS } from './lib/processes';
 
 const ROOT = join(__dirname, '..');
 const PASSWORD = 'bench-read-password';
@@ -349,7 +350,7 @@ async function main(): Promise<void> {
   let bareProcess: ChildProcess | undefined;
   try {
     apiProcess = await startProcess(
-      [join(ROOT, 'dist', 'src', 'main.js')],
+      [...API_NODE_FLAGS, join(ROOT, 'dist', 'src', 'main.js')],
       {
         ...process.env,
         NODE_ENV: 'production',

@@ -16,7 +16,7 @@ import { cpus, loadavg, totalmem } from 'os';
 import { join, relative } from 'path';
 import { Client } from 'pg';
 import { DEFAULT_BENCH_DATABASE, databaseUrl } from './lib/db';
-import { Child, cpuMsOf, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
+import { API_NODE_FLAGS, Child, cpuMsOf, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
 import { markdownTable, percentile, round, textTable } from './lib/stats';
 
 const ROOT = join(__dirname, '..');
@@ -24,7 +24,8 @@ const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
 const QUEUE_PREFIX = 'pacs-bench';
 /** How the API runs in the benchmark unless told otherwise: see bench/README.md, "Memory". */
-const API_NODE_OPTIONS = '';
+// As production starts the API (scripts/api-node-flags.js); `--node-options ''` runs Node's defaults.
+const API_NODE_OPTIONS = API_NODE_FLAGS.join(' ');
 
 /** Common name fragments: a first name, a frequent surname, the start of one. */
 const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];

@@ -27,7 +27,7 @@ import { openDataSource } from '../src/database/data-source-options';
 import { sendWithStorescu, writeStudy } from '../test/support/dicom';
 import { startOrthanc } from '../test/support/orthanc';
 import { DEFAULT_BENCH_DATABASE, databaseUrl, quoteIdent, seconds } from './lib/db';
-import { freePort, memoryOf } from './lib/processes';
+import { API_NODE_FLAGS, freePort, memoryOf } from './lib/processes';
 import { percentile, round, textTable } from './lib/stats';
 
 const ROOT = join(__dirname, '..');
@@ -320,7 +320,8 @@ async function viewerTokens(base: URL, reader: Reader, count: number): Promise<A
 function spawnBuilt(entry: 'main' | 'worker', env: Record<string, string>): ChildProcess & { output(): string } {
   const file = join(DIST, 'src', `${entry}.js`);
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` first (or set PACS_DIST_DIR)`);
-  const child = spawn(process.execPath, [file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = entry === 'main' ? [...API_NODE_FLAGS, file] : [file];
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-30_000));
   child.stdout?.on('data', keep);

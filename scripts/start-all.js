@@ -11,9 +11,12 @@ if (!existsSync(join(root, 'dist/src/main.js'))) {
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
-const children = ['dist/src/main.js', 'dist/src/worker.js'].map((entry) =>
-  spawn(process.execPath, [join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
-);
+const { API_NODE_FLAGS } = require('./api-node-flags');
+
+const children = [
+  [...API_NODE_FLAGS, join(root, 'dist/src/main.js')],
+  [join(root, 'dist/src/worker.js')],
+].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: process.env }));
 let stopping = false;
 const stop = (signal) => {
   if (stopping) return;

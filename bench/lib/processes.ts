@@ -1,4 +1,7 @@
 import { ChildProcess, spawn } from 'child_process';
+const { API_NODE_FLAGS } = require('../../scripts/api-node-flags') as { API_NODE_FLAGS: string[] };
+
+export { API_NODE_FLAGS };
 import { readFileSync } from 'fs';
 import { createServer } from 'net';
 
@@ -69,8 +72,8 @@ export async function startBareServer(): Promise<Child> {
   return child;
 }
 
-/** The API exactly as production runs it (`node <dist>/src/main.js`), on its own port. */
-export async function startApi(mainJs: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Child> {
+/** The API exactly as production runs it (`node <API_NODE_FLAGS> <dist>/src/main.js`), on its own port. */
+export async function startApi(mainJs: string, env: Record<string, string>, nodeArgs: string[] = API_NODE_FLAGS): Promise<Child> {
   const port = await freePort();
   const child = track(
     spawn(process.execPath, [...nodeArgs, mainJs], {

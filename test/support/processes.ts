@@ -3,6 +3,7 @@ import { existsSync } from 'fs';
 import { join } from 'path';
 
 export const ROOT = join(__dirname, '..', '..');
+const { API_NODE_FLAGS } = require('../../scripts/api-node-flags') as { API_NODE_FLAGS: string[] };
 
 export interface ServiceProcess {
   process: ChildProcess;
@@ -12,7 +13,7 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Runs a built entry point (dist/src/main.js or dist/src/worker.js) as its own process. */
+/** Runs a built entry point (dist/src/main.js or dist/src/worker.js) as its own process, as production does. */
 export async function startBuiltProcess(
   entry: 'main' | 'worker',
   env: Record<string, string>,
@@ -20,7 +21,7 @@ export async function startBuiltProcess(
 ): Promise<ServiceProcess> {
   const file = join(ROOT, 'dist', 'src', `${entry}.js`);
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [file], {
+  const child = spawn(process.execPath, entry === 'main' ? [...API_NODE_FLAGS, file] : [file], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, ...(options.port ? { PORT: String(options.port) } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
