@@ -64,6 +64,8 @@ const LIST_ORDER_UNINDEXED = '(s.study_date + 0) DESC, s.created_at DESC, s.id D
 // costs a heap visit each and finding the ids first (deferred join) is cheaper.
 const DIRECT_OFFSET_MAX = 300;
 
+// A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
+// each row without them cost a tenth of what a list request allocated.
 type ListRow = Study & { _total: string | null };
 /** The scope's version and sizes, read with a search's page or on their own. */
 interface SearchMeta {
@@ -79,12 +81,6 @@ const INSTANCES_PER_PART = 200;
 /** A timestamptz as JavaScript's toISOString() writes it (UTC, milliseconds, "Z"). */
 const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** A list row as the entity the response mapping expects (the extra columns, named _*, dropped). */
-function toStudyRow(row: Study): Study {
-  const study: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(row)) if (!name.startsWith('_')) study[name] = value;
-  return study as unknown as Study;
-}
 
 /**
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
@@ -156,7 +152,7 @@ export class StudiesRepository {
     const p = new SqlParams();
     const where = this.conditions(scope, filter, p);
     const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
-    if (rows.length > 0) return { rows: rows.map(toStudyRow), total: Number(rows[0]._total) };
+    if (rows.length > 0) return { rows: rows, total: Number(rows[0]._total) };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
     const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
@@ -195,7 +191,7 @@ export class StudiesRepository {
       const rows: SearchRow[] = await this.prepared.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0]);
-        return { rows: rows.map(toStudyRow), total };
+        return { rows: rows, total };
       }
     }
     const p = new SqlParams();
@@ -210,7 +206,7 @@ export class StudiesRepository {
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan === 'walk');
     const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
-    return { rows: rows.map(toStudyRow), total };
+    return { rows: rows, total };
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */
