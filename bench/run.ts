@@ -23,8 +23,7 @@ const ROOT = join(__dirname, '..');
 const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
 const QUEUE_PREFIX = 'pacs-bench';
-/** How the API runs in the benchmark unless told otherwise: see bench/README.md, "Memory". */
-// As production starts the API (scripts/api-node-flags.js); `--node-options ''` runs Node's defaults.
+/** The API's node flags unless told otherwise: production's (scripts/api-node-flags.js); `--node-options ''` for Node's defaults. */
 const API_NODE_OPTIONS = API_NODE_FLAGS.join(' ');
 
 /** Common name fragments: a first name, a frequent surname, the start of one. */

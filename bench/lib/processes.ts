@@ -1,9 +1,9 @@
 import { ChildProcess, spawn } from 'child_process';
-const { API_NODE_FLAGS } = require('../../scripts/api-node-flags') as { API_NODE_FLAGS: string[] };
-
-export { API_NODE_FLAGS };
 import { readFileSync } from 'fs';
 import { createServer } from 'net';
+import { API_NODE_FLAGS } from '../../scripts/api-node-flags';
+
+export { API_NODE_FLAGS };
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

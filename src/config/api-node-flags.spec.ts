@@ -1,8 +1,8 @@
 import { readFileSync } from 'fs';
 import { join } from 'path';
+import { API_NODE_FLAGS } from '../../scripts/api-node-flags';
 
 const ROOT = join(__dirname, '..', '..');
-const { API_NODE_FLAGS } = require('../../scripts/api-node-flags') as { API_NODE_FLAGS: string[] };
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 describe('the API process is started with the same node flags everywhere', () => {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PreparedQueries } from '../database/prepared-queries';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { PreparedQueries } from '../database/prepared-queries';
 import { likePattern } from '../common/pagination';
 import { Patient } from '../database/entities';
 import { ListTotals, searchPlan } from '../studies/list-totals';

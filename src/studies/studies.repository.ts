@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PreparedQueries } from '../database/prepared-queries';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { PreparedQueries } from '../database/prepared-queries';
 import { likePattern } from '../common/pagination';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import { ListTotals, searchPlan } from './list-totals';
@@ -81,7 +81,6 @@ const INSTANCES_PER_PART = 200;
 /** A timestamptz as JavaScript's toISOString() writes it (UTC, milliseconds, "Z"). */
 const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-
 /**
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
@@ -152,7 +151,7 @@ export class StudiesRepository {
     const p = new SqlParams();
     const where = this.conditions(scope, filter, p);
     const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
-    if (rows.length > 0) return { rows: rows, total: Number(rows[0]._total) };
+    if (rows.length > 0) return { rows, total: Number(rows[0]._total) };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
     const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
@@ -191,7 +190,7 @@ export class StudiesRepository {
       const rows: SearchRow[] = await this.prepared.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0]);
-        return { rows: rows, total };
+        return { rows, total };
       }
     }
     const p = new SqlParams();
@@ -206,7 +205,7 @@ export class StudiesRepository {
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan === 'walk');
     const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
-    return { rows: rows, total };
+    return { rows, total };
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */

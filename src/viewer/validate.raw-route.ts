@@ -44,12 +44,13 @@ export class ValidateRawRoute implements OnModuleInit {
 
   readonly handle = (request: IncomingMessage, response: ServerResponse): void => {
     const started = performance.now();
-    const verdict = this.viewer.validateNow(request.headers['x-viewer-token'], request.headers['x-original-uri']);
+    const { 'x-viewer-token': token, 'x-original-uri': originalUri } = request.headers;
+    const verdict = this.viewer.validateNow(token, originalUri);
     if (verdict) return this.answer(request, response, verdict, started);
-    this.viewer.validate(request.headers['x-viewer-token'], request.headers['x-original-uri']).then(
+    this.viewer.validateFromStores(token, originalUri).then(
       (verdict) => this.answer(request, response, verdict, started),
       (error: unknown) => {
-        // validate() does not throw; if it ever does, the proxy must still get a refusal, not a hang.
+        // validateFromStores() does not throw; if it ever does, the proxy must still get a refusal, not a hang.
         this.logger.error(`Viewer validation failed, refusing: ${(error as Error)?.message ?? error}`);
         this.answer(request, response, FORBIDDEN, started);
       },

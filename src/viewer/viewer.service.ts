@@ -98,8 +98,12 @@ export class ViewerService {
 
   /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
   async validate(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
-    const outcome = this.decideFromMemory(tokenHeader, originalUri) ?? (await this.decide(tokenHeader, originalUri));
-    return this.recorded(outcome);
+    return this.validateNow(tokenHeader, originalUri) ?? this.validateFromStores(tokenHeader, originalUri);
+  }
+
+  /** The verdict from Redis and PostgreSQL where memory has no answer (after `validateNow`). */
+  async validateFromStores(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
+    return this.recorded(await this.decide(tokenHeader, originalUri));
   }
 
   /**

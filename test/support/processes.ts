@@ -1,9 +1,9 @@
 import { ChildProcess, spawn } from 'child_process';
 import { existsSync } from 'fs';
 import { join } from 'path';
+import { API_NODE_FLAGS } from '../../scripts/api-node-flags';
 
 export const ROOT = join(__dirname, '..', '..');
-const { API_NODE_FLAGS } = require('../../scripts/api-node-flags') as { API_NODE_FLAGS: string[] };
 
 export interface ServiceProcess {
   process: ChildProcess;

@@ -39,10 +39,6 @@ export class RawRoutes {
     this.routes.set(`HEAD ${path}`, handler);
   }
 
-  has(method: string, path: string): boolean {
-    return this.routes.has(`${method} ${path}`);
-  }
-
   readonly serverFactory = (fastifyHandler: FastifyHandler, options: ServerOptions): http.Server => {
     const server = http.createServer(options.http ?? {}, (request, response) => {
       const url = request.url ?? '';

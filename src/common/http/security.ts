@@ -158,7 +158,7 @@ export function parseCorsOrigins(value: string | undefined): string[] {
 }
 
 /** A route's own helmet settings (`config.helmet`), merged over the global ones; or skip it. */
-export type RouteHelmetConfig = Partial<HelmetOptions> & { skipRoute?: boolean };
+type RouteHelmetConfig = Partial<HelmetOptions> & { skipRoute?: boolean };
 
 type HelmetMiddleware = ReturnType<typeof helmet>;
 
@@ -171,21 +171,18 @@ type HelmetMiddleware = ReturnType<typeof helmet>;
 function registerSecurityHeaders(fastify: FastifyInstance, global: HelmetOptions): void {
   const globalHelmet = helmet(global);
   const routeHelmets = new WeakMap<RouteHelmetConfig, HelmetMiddleware>();
+  const buildFor = (route: RouteHelmetConfig): HelmetMiddleware => {
+    const { skipRoute: _skip, ...own } = route;
+    const middleware = helmet({ ...global, ...own } as HelmetOptions);
+    routeHelmets.set(route, middleware);
+    return middleware;
+  };
   fastify.addHook('onRequest', (request, reply, done) => {
     const route = (request.routeOptions.config as { helmet?: RouteHelmetConfig } | undefined)?.helmet;
     if (route?.skipRoute) return done();
-    let middleware = globalHelmet;
-    if (route) {
-      middleware = routeHelmets.get(route) ?? buildRouteHelmet(global, route);
-      routeHelmets.set(route, middleware);
-    }
+    const middleware = route ? (routeHelmets.get(route) ?? buildFor(route)) : globalHelmet;
     middleware(request.raw, reply.raw, done as (error?: unknown) => void);
   });
-}
-
-function buildRouteHelmet(global: HelmetOptions, route: RouteHelmetConfig): HelmetMiddleware {
-  const { skipRoute: _skip, ...own } = route;
-  return helmet({ ...global, ...own } as HelmetOptions);
 }
 
 /**
