@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse as parseQueryString } from 'querystring';
 import { ApiModule } from './app.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
@@ -12,6 +12,7 @@ import { validationExceptionFactory } from './common/errors/validation-errors';
 import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
+import { loggedUrl } from './common/http/logged-url';
 import { FastifyAdapterWithRawRoutes } from './common/http/raw-routes';
 import {
   clientErrorHandler,
@@ -87,7 +88,20 @@ export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
     logger:
       config.LOG_LEVEL === 'silent'
         ? false
-        : { level: config.LOG_LEVEL, redact: { paths: REDACTED_HEADERS, censor: '[redacted]' } },
+        : {
+            level: config.LOG_LEVEL,
+            redact: { paths: REDACTED_HEADERS, censor: '[redacted]' },
+            // Fastify's own request serializer, with tokens masked in the URL's query.
+            serializers: {
+              req: (request: FastifyRequest) => ({
+                method: request.method,
+                url: loggedUrl(request.url),
+                host: request.host,
+                remoteAddress: request.ip,
+                remotePort: request.socket?.remotePort,
+              }),
+            },
+          },
   });
 }
 

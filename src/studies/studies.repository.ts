@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
-import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
 import { PreparedQueries } from '../database/prepared-queries';
 import { likePattern } from '../common/pagination';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
@@ -343,15 +343,21 @@ export class StudiesRepository {
   }
 
   /**
-   * The tenants that hold each of these study UIDs (a UID may exist in more than one tenant when two
-   * devices sent it under different patients). UIDs absent from the result are unknown.
+   * Where each of these study UIDs is held: its tenants and units (a UID may exist in more than one
+   * place when two devices sent it under different patients). UIDs absent from the result are unknown.
    */
-  async tenantsOfStudyUids(uids: string[]): Promise<Map<string, string[]>> {
-    const rows: Array<{ uid: string; tenants: string[] }> = await this.db.query(
-      `SELECT study_instance_uid AS uid, array_agg(DISTINCT tenant_id::text) AS tenants
-         FROM studies WHERE study_instance_uid = ANY($1::varchar[]) GROUP BY study_instance_uid`,
+  async placesOfStudyUids(uids: string[]): Promise<Map<string, RecordPlace[]>> {
+    const rows: Array<{ uid: string } & RecordPlace> = await this.db.query(
+      `SELECT DISTINCT study_instance_uid AS uid, tenant_id::text AS tenant_id, unit_id::text AS unit_id
+         FROM studies WHERE study_instance_uid = ANY($1::varchar[])`,
       [uids],
     );
-    return new Map(rows.map((row) => [row.uid, row.tenants]));
+    const places = new Map<string, RecordPlace[]>();
+    for (const { uid, tenant_id, unit_id } of rows) {
+      const list = places.get(uid);
+      if (list) list.push({ tenant_id, unit_id });
+      else places.set(uid, [{ tenant_id, unit_id }]);
+    }
+    return places;
   }
 }

@@ -1,71 +1,157 @@
 /**
- * Which study instance UIDs a DICOMweb request (the proxy's X-Original-URI) reaches.
+ * Which study instance UIDs a DICOMweb request (the proxy's X-Original-URI) reaches, read exactly as
+ * the image server reads it: the proxy forwards the original URI unchanged, so any difference
+ * between this reading and Orthanc's would let a request reach a study we never checked.
  *
- * Deny by default: the result is null, and the request refused, when the URI names no study UID or
- * names one in a form we cannot vouch for (empty, wildcard, not a plain dotted-number UID, broken
- * percent-encoding). Otherwise it lists every UID named, from the path form `/studies/<uid>` and from
- * the query keys `0020000D`, `StudyInstanceUIDs` and `StudyInstanceUID` (keys case-insensitive, the
- * tag also in its `0020,000D` spelling, which the image server understands too). A value may carry
- * several UIDs separated by `,` or `\`, percent-encoded or not.
+ * What Orthanc 1.10.1 + DICOMweb 1.7 does with a query (measured; README "Clinical reads and viewer
+ * access decisions"): it splits on a raw `&` only, and at the first `=`; it decodes neither keys nor
+ * values; it applies the study filter for the keyword `StudyInstanceUID` (that exact case) and for
+ * any key dcmtk parses as the tag (0020,000D) (`0020000D`, `0020,000d`, `0020-000D`, but also `20,d`,
+ * `0x20,0xd`, `+20,+d`, `0020,000Dxyz`, `10020,d`...), and ignores every other unknown key (an
+ * unfiltered search); a key given twice: the last wins, and an empty last value removes the filter;
+ * the query is not cut at a raw `#`; a raw `\` inside a value is deleted; `,`, `%2C` and `%2c`
+ * separate the UIDs of a list.
+ *
+ * Hence the rule (deny by default; null means 403):
+ * - the path is a QIDO-RS search root (`/dicom-web/studies`, `/series`, `/instances`) or lies under
+ *   `/dicom-web/studies/<uid>`, in plain segments (no dot segments, no `%`, no empty segment);
+ * - a raw `#` or `\` anywhere is refused;
+ * - every query key must be in the allow-list below, taken exactly as written (no case folding, no
+ *   decoding): a key we do not know is one we cannot say Orthanc ignores;
+ * - the study filter keys are the exact spellings in STUDY_FILTER_KEYS, which Orthanc applies; any
+ *   other spelling Orthanc would read as (0020,000D) is not in the allow-list, hence refused; no
+ *   other allowed key is one Orthanc reads as (0020,000D) (study-uids.spec.ts checks it with a copy of
+ *   dcmtk's parser);
+ * - the study filter appears at most once, with a non-empty list of plain UIDs;
+ * - a search at a root carries the study filter; under `/studies/<uid>` every UID named, in the path
+ *   and in a filter, is returned;
+ * - at most MAX_UIDS_PER_REQUEST distinct UIDs (a flood guard: each unknown one costs a lookup).
  */
-const STUDY_UID_KEYS = new Set(['0020000d', 'studyinstanceuid', 'studyinstanceuids']);
-const UID = /^[0-9]+(\.[0-9]+)*$/;
+export const DICOMWEB_ROOT = '/dicom-web/';
+export const MAX_UIDS_PER_REQUEST = 50;
 const MAX_UID_LENGTH = 64;
-const PATH_STUDY = /\/studies\/([^/]*)/gi;
+const UID = /^[0-9]+(\.[0-9]+)*$/;
+/** Above this, a URI is not one a viewer sends: refused before any parsing. */
+const MAX_URI_LENGTH = 16_384;
+
+/** The spellings of (0020,000D) that Orthanc applies as the study filter (each measured on 1.10.1). */
+export const STUDY_FILTER_KEYS: readonly string[] = [
+  'StudyInstanceUID',
+  '0020000D',
+  '0020000d',
+  '0020,000D',
+  '0020,000d',
+  '0020-000D',
+  '0020-000d',
+];
+
+/** QIDO-RS parameters that are not attributes (PS3.18 8.3.4, 8.3.5). */
+const QIDO_PARAMETERS = ['limit', 'offset', 'fuzzymatching', 'includefield'];
+/** WADO-RS retrieve parameters (PS3.18 8.3.3, 8.3.5): rendering and media type. */
+const WADO_PARAMETERS = ['accept', 'quality', 'viewport', 'window', 'annotation', 'charset', 'iccprofile'];
 /**
- * Dot segments and encoded slashes: after normalisation such a path reaches another resource than
- * the one read here (`/studies/<ours>/../<theirs>`), so it is refused outright.
+ * The attributes QIDO-RS clients (OHIF's dicomweb-client, dcm4che's qidors, Orthanc Explorer 2)
+ * match on or include, by keyword and by tag (upper- or lower-case hex). Orthanc reads each as that
+ * attribute, none as (0020,000D).
  */
-const PATH_TRICK = /(^|\/)(\.|%2e){1,2}(\/|$)|%2f/i;
+const QIDO_ATTRIBUTES: ReadonlyArray<[keyword: string, tag: string]> = [
+  ['SpecificCharacterSet', '00080005'],
+  ['SOPClassUID', '00080016'],
+  ['SOPInstanceUID', '00080018'],
+  ['StudyDate', '00080020'],
+  ['StudyTime', '00080030'],
+  ['AccessionNumber', '00080050'],
+  ['Modality', '00080060'],
+  ['ModalitiesInStudy', '00080061'],
+  ['InstitutionName', '00080080'],
+  ['ReferringPhysicianName', '00080090'],
+  ['TimezoneOffsetFromUTC', '00080201'],
+  ['RetrieveURL', '00081190'],
+  ['StudyDescription', '00081030'],
+  ['SeriesDescription', '0008103E'],
+  ['PatientName', '00100010'],
+  ['PatientID', '00100020'],
+  ['IssuerOfPatientID', '00100021'],
+  ['PatientBirthDate', '00100030'],
+  ['PatientSex', '00100040'],
+  ['BodyPartExamined', '00180015'],
+  ['SeriesInstanceUID', '0020000E'],
+  ['StudyID', '00200010'],
+  ['SeriesNumber', '00200011'],
+  ['InstanceNumber', '00200013'],
+  ['NumberOfStudyRelatedSeries', '00201206'],
+  ['NumberOfStudyRelatedInstances', '00201208'],
+  ['NumberOfSeriesRelatedInstances', '00201209'],
+  ['NumberOfFrames', '00280008'],
+  ['Rows', '00280010'],
+  ['Columns', '00280011'],
+  ['PerformedProcedureStepStartDate', '00400244'],
+  ['PerformedProcedureStepStartTime', '00400245'],
+];
 
-// It runs before every DICOMweb request of the viewer: no intermediate strings or iterators when the
-// URI is the plain path form (no fragment, no encoding, one UID).
+const enum KeyKind {
+  Other = 1,
+  StudyFilter = 2,
+}
+
+const KEYS = new Map<string, KeyKind>();
+for (const key of STUDY_FILTER_KEYS) KEYS.set(key, KeyKind.StudyFilter);
+for (const key of [...QIDO_PARAMETERS, ...WADO_PARAMETERS]) KEYS.set(key, KeyKind.Other);
+for (const [keyword, tag] of QIDO_ATTRIBUTES) {
+  KEYS.set(keyword, KeyKind.Other);
+  KEYS.set(tag, KeyKind.Other);
+  KEYS.set(tag.toLowerCase(), KeyKind.Other);
+}
+
+/** Every query key the validator lets through, for documentation and tests. */
+export const ALLOWED_QUERY_KEYS: readonly string[] = [...KEYS.keys()];
+
+/** The three QIDO-RS search roots: unfiltered, each lists every study of every clinic. */
+const SEARCH_ROOTS = new Set(['studies', 'series', 'instances']);
+const STUDY_PATH = 'studies/';
+/** After `/studies/<uid>`: plain segments only (no `.` or `..`, no `%`, no empty segment). */
+const STUDY_TAIL = /^(\/[A-Za-z0-9][A-Za-z0-9._,-]*)*$/;
+/** A filter value: UIDs separated by `,` or its encoding (which the DICOMweb plugin splits on too). */
+const UID_LIST_SEPARATOR = /,|%2[cC]/;
+
 export function extractStudyUids(originalUri: string | undefined | null): string[] | null {
-  if (typeof originalUri !== 'string' || originalUri.length === 0) return null;
-  const fragmentAt = originalUri.indexOf('#');
-  const withoutFragment = fragmentAt === -1 ? originalUri : originalUri.slice(0, fragmentAt);
-  const queryAt = withoutFragment.indexOf('?');
-  const path = queryAt === -1 ? withoutFragment : withoutFragment.slice(0, queryAt);
-  if (PATH_TRICK.test(path)) return null;
-
-  const values: string[] = [];
-  PATH_STUDY.lastIndex = 0;
-  for (let match = PATH_STUDY.exec(path); match !== null; match = PATH_STUDY.exec(path)) values.push(match[1]);
-  if (queryAt !== -1) {
-    for (const part of withoutFragment.slice(queryAt + 1).split('&')) {
-      if (part === '') continue;
-      const eq = part.indexOf('=');
-      const key = decode(eq === -1 ? part : part.slice(0, eq));
-      if (key === null) return null;
-      if (!STUDY_UID_KEYS.has(normaliseKey(key))) continue;
-      values.push(eq === -1 ? '' : part.slice(eq + 1));
-    }
-  }
-  if (values.length === 0) return null;
+  if (typeof originalUri !== 'string' || originalUri.length > MAX_URI_LENGTH) return null;
+  if (!originalUri.startsWith(DICOMWEB_ROOT)) return null;
+  if (originalUri.includes('#') || originalUri.includes('\\')) return null;
+  const queryAt = originalUri.indexOf('?');
+  const path = originalUri.slice(DICOMWEB_ROOT.length, queryAt === -1 ? undefined : queryAt);
 
   const uids: string[] = [];
-  for (const raw of values) {
-    const value = decode(raw);
-    if (value === null) return null;
-    const list = value.includes(',') || value.includes('\\') ? value.split(/[,\\]/) : [value];
-    for (const uid of list) {
-      if (uid.length > MAX_UID_LENGTH || !UID.test(uid)) return null;
-      if (!uids.includes(uid)) uids.push(uid);
+  const searchRoot = SEARCH_ROOTS.has(path);
+  if (!searchRoot) {
+    if (!path.startsWith(STUDY_PATH)) return null;
+    const uidEnd = path.indexOf('/', STUDY_PATH.length);
+    const uid = path.slice(STUDY_PATH.length, uidEnd === -1 ? undefined : uidEnd);
+    if (!isUid(uid)) return null;
+    if (uidEnd !== -1 && !STUDY_TAIL.test(path.slice(uidEnd))) return null;
+    uids.push(uid);
+  }
+
+  let filtered = false;
+  if (queryAt !== -1) {
+    for (const part of originalUri.slice(queryAt + 1).split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      const kind = KEYS.get(eq === -1 ? part : part.slice(0, eq));
+      if (kind === undefined) return null;
+      if (kind !== KeyKind.StudyFilter) continue;
+      // Given twice, Orthanc applies the last one: we would have to guess which one it reads.
+      if (filtered || eq === -1) return null;
+      filtered = true;
+      for (const uid of part.slice(eq + 1).split(UID_LIST_SEPARATOR)) {
+        if (!isUid(uid)) return null;
+        if (!uids.includes(uid) && uids.push(uid) > MAX_UIDS_PER_REQUEST) return null;
+      }
     }
   }
-  return uids;
+  return searchRoot && !filtered ? null : uids;
 }
 
-function normaliseKey(key: string): string {
-  return key.replace(/[\s(),]/g, '').toLowerCase();
-}
-
-/** Percent-decoding as a query string does (`+` is a space); null when malformed. */
-function decode(text: string): string | null {
-  if (!text.includes('%') && !text.includes('+')) return text;
-  try {
-    return decodeURIComponent(text.replace(/\+/g, ' '));
-  } catch {
-    return null;
-  }
+function isUid(text: string): boolean {
+  return text.length > 0 && text.length <= MAX_UID_LENGTH && UID.test(text);
 }

@@ -16,6 +16,7 @@ import { AuditAccess } from '../audit/audit-access.decorator';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
 import { IssueViewerTokenDto, ViewerTokenDto } from './dto/issue-viewer-token.dto';
+import { verdictResponse } from './verdict-response';
 import { ViewerService } from './viewer.service';
 
 @ApiTags('viewer')
@@ -43,16 +44,22 @@ export class ViewerController {
   // Its answer goes to nginx's auth subrequest only, never to a browser: no security headers.
   @RouteConfig({ helmet: { skipRoute: true } })
   @ApiOperation({
-    summary: 'For the proxy\'s auth_request: may this viewer token read the study in X-Original-URI?',
+    summary: 'For the proxy\'s auth_request: may this viewer token or session read the studies in X-Original-URI?',
     description:
-      'Public. Answers only 200, 401 or 403. The study instance UID comes from the path ' +
-      '`/dicom-web/studies/<uid>` or the query keys `0020000D`, `StudyInstanceUIDs`, `StudyInstanceUID` ' +
-      '(case-insensitive; several UIDs separated by `,` or `\\`); no UID, an unknown one or a wildcard is 403.',
+      'Public. Answers only 200, 401 or 403. The caller is a viewer token (X-Viewer-Token, or ' +
+      '`Authorization: Bearer <uuid>`: it opens the studies of its tenant) or a user session (`Authorization: ' +
+      'Bearer <access token>` or the pacs_access_token cookie: it opens the user\'s own scope). X-Original-URI is ' +
+      'read as the image server reads it: `/dicom-web/studies/<uid>[/...]`, or a search at `/dicom-web/studies`, ' +
+      '`/series` or `/instances` with the study filter (`StudyInstanceUID`, `0020000D`, `0020,000D` or ' +
+      '`0020-000D`; once; UIDs separated by `,`). An unknown query key, a raw `#` or `\\`, a search without ' +
+      'the filter, an unknown UID, a wildcard or more than 50 UIDs is 403.',
   })
-  @ApiHeader({ name: 'X-Viewer-Token', required: true })
+  @ApiHeader({ name: 'X-Viewer-Token', required: false })
   @ApiHeader({ name: 'X-Original-URI', required: true })
   @ApiOkResponse({ description: 'Allowed (empty body)' })
-  @ApiUnauthorizedResponse({ description: '`{error: "Missing token"}` or `{error: "Invalid or expired token"}`' })
+  @ApiUnauthorizedResponse({
+    description: '`{error: "Missing token"}` (no token nor session) or `{error: "Invalid or expired token"}`',
+  })
   @ApiForbiddenResponse({ description: '`{error: "Forbidden"}`' })
   // On a socket, ValidateRawRoute answers this path before Nest sees it, with the same statuses,
   // bodies and headers; this handler documents the route and answers in-process requests.
@@ -61,9 +68,9 @@ export class ViewerController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const verdict = await this.viewer.validate(request.headers['x-viewer-token'], request.headers['x-original-uri']);
-    reply.header('cache-control', 'no-store');
-    if ('body' in verdict) reply.status(verdict.status).send(verdict.body);
-    else reply.status(verdict.status).send();
+    const { status, headers, body } = verdictResponse(await this.viewer.validate(request.headers));
+    reply.status(status).headers(headers);
+    if (body === '') reply.send();
+    else reply.send(body);
   }
 }

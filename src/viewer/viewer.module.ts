@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { StudiesModule } from '../studies/studies.module';
-import { StudyTenantsCache } from './study-tenants.cache';
+import { StudyPlacesCache } from './study-places.cache';
 import { ViewerController } from './viewer.controller';
 import { ViewerService } from './viewer.service';
 import { ValidateRawRoute } from './validate.raw-route';
@@ -8,6 +8,6 @@ import { ValidateRawRoute } from './validate.raw-route';
 @Module({
   imports: [StudiesModule],
   controllers: [ViewerController],
-  providers: [ViewerService, StudyTenantsCache, ValidateRawRoute],
+  providers: [ViewerService, StudyPlacesCache, ValidateRawRoute],
 })
 export class ViewerModule {}

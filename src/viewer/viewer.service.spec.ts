@@ -1,20 +1,39 @@
 import type Redis from 'ioredis';
 import type { AccountState, AccountStatusService } from '../auth/account-status.service';
 import type { AppConfig } from '../config/environment';
+import type { TokenService } from '../auth/token.service';
+import type { RecordPlace } from '../common/auth/data-scope';
 import type { StudiesRepository } from '../studies/studies.repository';
-import { StudyTenantsCache } from './study-tenants.cache';
-import { ALLOW, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService, ViewerSession } from './viewer.service';
+import { StudyPlacesCache } from './study-places.cache';
+import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService, ViewerSession } from './viewer.service';
 
 const TOKEN = '6f1c7a52-8d0e-4b8e-9c55-0c8f0b9a1d23';
 const TENANT = 'tenant-a';
 const UID = '1.2.3.4';
 const URI = `/dicom-web/studies/${UID}`;
+const h = (token: unknown, uri: string) => ({ 'x-viewer-token': token as string, 'x-original-uri': uri });
+const at = (tenant_id: string): RecordPlace[] => [{ tenant_id, unit_id: 'unit-1' }];
+
+function accountOf(changes: Partial<AccountState>): AccountState {
+  return {
+    id: 'user-1',
+    email: 'a@b.c',
+    name: 'A',
+    tenant_id: TENANT,
+    unit_id: 'unit-1',
+    is_super_admin: false,
+    is_tenant_admin: false,
+    usable: true,
+    ...changes,
+  };
+}
 
 function build(overrides: {
   redisGet?: () => Promise<string | null>;
   account?: () => Promise<AccountState | null>;
-  tenantsOf?: () => Promise<Map<string, string[]>>;
+  placesOf?: () => Promise<Map<string, RecordPlace[]>>;
   session?: Partial<ViewerSession>;
+  tokens?: Partial<TokenService>;
   metrics?: { viewerValidation: jest.Mock };
 } = {}) {
   const session: ViewerSession = {
@@ -26,16 +45,7 @@ function build(overrides: {
     ...overrides.session,
   };
   const redis = { get: jest.fn(overrides.redisGet ?? (async () => JSON.stringify(session))) };
-  const account: AccountState = {
-    id: 'user-1',
-    email: 'a@b.c',
-    name: 'A',
-    tenant_id: TENANT,
-    unit_id: 'unit-1',
-    is_super_admin: false,
-    is_tenant_admin: false,
-    usable: true,
-  };
+  const account = accountOf({});
   // As AccountStatusService: `peek` answers what the last `get` read, until then nothing.
   let cachedAccount: AccountState | null | undefined;
   const loadAccount = overrides.account ?? (async () => account);
@@ -44,14 +54,15 @@ function build(overrides: {
     peek: jest.fn(() => cachedAccount),
   };
   const studies = {
-    tenantsOfStudyUids: jest.fn(overrides.tenantsOf ?? (async () => new Map([[UID, [TENANT]]]))),
+    placesOfStudyUids: jest.fn(overrides.placesOf ?? (async () => new Map([[UID, at(TENANT)]]))),
   };
   const service = new ViewerService(
     { VIEWER_TOKEN_TTL: 600 } as AppConfig,
     redis as unknown as Redis,
     studies as unknown as StudiesRepository,
-    new StudyTenantsCache(studies as unknown as StudiesRepository),
+    new StudyPlacesCache(studies as unknown as StudiesRepository),
     accounts as unknown as AccountStatusService,
+    (overrides.tokens ?? {}) as TokenService,
     overrides.metrics as never,
   );
   return { service, redis, accounts, studies };
@@ -61,39 +72,39 @@ describe('ViewerService.validate', () => {
   afterEach(() => jest.useRealTimers());
 
   it('allows a stored token for a study of its tenant', async () => {
-    expect(await build().service.validate(TOKEN, URI)).toBe(ALLOW);
+    expect(await build().service.validate(h(TOKEN, URI))).toBe(ALLOW);
   });
 
   it.each([undefined, '', '   ', ['a', 'b']])('answers Missing token for %p', async (header) => {
-    expect(await build().service.validate(header, URI)).toBe(MISSING_TOKEN);
+    expect(await build().service.validate(h(header, URI))).toBe(MISSING_TOKEN);
   });
 
   it('refuses (401) when Redis fails', async () => {
     const { service } = build({ redisGet: async () => Promise.reject(new Error('ECONNREFUSED')) });
-    expect(await service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+    expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
   });
 
   it('refuses (401) when Redis does not answer within 2 s', async () => {
     jest.useFakeTimers();
     const { service } = build({ redisGet: () => new Promise(() => undefined) });
-    const verdict = service.validate(TOKEN, URI);
+    const verdict = service.validate(h(TOKEN, URI));
     await jest.advanceTimersByTimeAsync(2_000);
     expect(await verdict).toBe(INVALID_TOKEN);
   });
 
   it('refuses (401) a value it did not write', async () => {
-    expect(await build({ redisGet: async () => '{"user_id":1}' }).service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
-    expect(await build({ redisGet: async () => 'not json' }).service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+    expect(await build({ redisGet: async () => '{"user_id":1}' }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    expect(await build({ redisGet: async () => 'not json' }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
   });
 
   it('refuses (401) when the account check fails or the account is unusable', async () => {
-    expect(await build({ account: async () => Promise.reject(new Error('pg down')) }).service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
-    expect(await build({ account: async () => null }).service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+    expect(await build({ account: async () => Promise.reject(new Error('pg down')) }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    expect(await build({ account: async () => null }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
   });
 
   it('refuses (403) when the study lookup fails', async () => {
-    const { service } = build({ tenantsOf: async () => Promise.reject(new Error('pg down')) });
-    expect(await service.validate(TOKEN, URI)).toBe(FORBIDDEN);
+    const { service } = build({ placesOf: async () => Promise.reject(new Error('pg down')) });
+    expect(await service.validate(h(TOKEN, URI))).toBe(FORBIDDEN);
   });
 
   it('honours the stored expiry even while the token is cached', async () => {
@@ -101,12 +112,12 @@ describe('ViewerService.validate', () => {
     const spy = jest.spyOn(Date, 'now').mockImplementation(() => now);
     try {
       const { service, redis } = build({ session: { expires_at: now + 1_000 } });
-      expect(await service.validate(TOKEN, URI)).toBe(ALLOW);
+      expect(await service.validate(h(TOKEN, URI))).toBe(ALLOW);
       now += 999;
-      expect(await service.validate(TOKEN, URI)).toBe(ALLOW);
+      expect(await service.validate(h(TOKEN, URI))).toBe(ALLOW);
       expect(redis.get).toHaveBeenCalledTimes(1);
       now += 1;
-      expect(await service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+      expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
     } finally {
       spy.mockRestore();
     }
@@ -114,18 +125,18 @@ describe('ViewerService.validate', () => {
 
   it('shares one database query among concurrent first validations', async () => {
     const { service, studies } = build();
-    const verdicts = await Promise.all(Array.from({ length: 20 }, () => service.validate(TOKEN, URI)));
+    const verdicts = await Promise.all(Array.from({ length: 20 }, () => service.validate(h(TOKEN, URI))));
     expect(verdicts.every((v) => v === ALLOW)).toBe(true);
-    expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(1);
+    expect(studies.placesOfStudyUids).toHaveBeenCalledTimes(1);
   });
 
   it('reports each outcome and whether the study lookup was cached', async () => {
     const metrics = { viewerValidation: jest.fn() };
     const { service } = build({ metrics });
-    await service.validate(undefined, URI);
-    await service.validate(TOKEN, URI);
-    await service.validate(TOKEN, URI);
-    await service.validate(TOKEN, '/dicom-web/studies');
+    await service.validate(h(undefined, URI));
+    await service.validate(h(TOKEN, URI));
+    await service.validate(h(TOKEN, URI));
+    await service.validate(h(TOKEN, '/dicom-web/studies'));
     expect(metrics.viewerValidation.mock.calls).toEqual([
       ['missing_token', undefined],
       ['allowed', false],
@@ -140,33 +151,33 @@ describe('ViewerService.validateNow (the answer from process memory)', () => {
 
   it('has no answer until the token, the account and the study are cached, then the same one as validate', async () => {
     const { service, redis, studies } = build();
-    expect(service.validateNow(TOKEN, URI)).toBeUndefined();
-    expect(await service.validate(TOKEN, URI)).toBe(ALLOW);
-    expect(service.validateNow(TOKEN, URI)).toBe(ALLOW);
-    expect(service.validateNow(TOKEN, `${URI}/series/1.2/instances/1.3`)).toBe(ALLOW);
+    expect(service.validateNow(h(TOKEN, URI))).toBeUndefined();
+    expect(await service.validate(h(TOKEN, URI))).toBe(ALLOW);
+    expect(service.validateNow(h(TOKEN, URI))).toBe(ALLOW);
+    expect(service.validateNow(h(TOKEN, `${URI}/series/1.2/instances/1.3`))).toBe(ALLOW);
     expect(redis.get).toHaveBeenCalledTimes(1);
-    expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(1);
+    expect(studies.placesOfStudyUids).toHaveBeenCalledTimes(1);
   });
 
   it('answers what needs no lookup at once: no token, a token that is not a uuid, a URI without a study', async () => {
     const { service } = build();
-    expect(service.validateNow(undefined, URI)).toBe(MISSING_TOKEN);
-    expect(service.validateNow('  ', URI)).toBe(MISSING_TOKEN);
-    expect(service.validateNow('not-a-uuid', URI)).toBe(INVALID_TOKEN);
-    await service.validate(TOKEN, URI);
-    expect(service.validateNow(TOKEN, '/dicom-web/studies')).toBe(FORBIDDEN);
+    expect(service.validateNow(h(undefined, URI))).toBe(MISSING_TOKEN);
+    expect(service.validateNow(h('  ', URI))).toBe(MISSING_TOKEN);
+    expect(service.validateNow(h('not-a-uuid', URI))).toBe(INVALID_TOKEN);
+    await service.validate(h(TOKEN, URI));
+    expect(service.validateNow(h(TOKEN, '/dicom-web/studies'))).toBe(FORBIDDEN);
   });
 
   it('goes back to the stores for a study it has not seen, and refuses one of another tenant', async () => {
     const { service, studies } = build({
-      tenantsOf: async () => new Map([[UID, [TENANT]], [OTHER_UID, ['tenant-b']]]),
+      placesOf: async () => new Map([[UID, at(TENANT)], [OTHER_UID, at('tenant-b')]]),
     });
-    await service.validate(TOKEN, URI);
-    expect(service.validateNow(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBeUndefined();
-    expect(await service.validate(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBe(FORBIDDEN);
-    expect(service.validateNow(TOKEN, `/dicom-web/studies/${OTHER_UID}`)).toBe(FORBIDDEN);
-    expect(service.validateNow(TOKEN, `/dicom-web/studies?StudyInstanceUIDs=${UID},${OTHER_UID}`)).toBe(FORBIDDEN);
-    expect(studies.tenantsOfStudyUids).toHaveBeenCalledTimes(2);
+    await service.validate(h(TOKEN, URI));
+    expect(service.validateNow(h(TOKEN, `/dicom-web/studies/${OTHER_UID}`))).toBeUndefined();
+    expect(await service.validate(h(TOKEN, `/dicom-web/studies/${OTHER_UID}`))).toBe(FORBIDDEN);
+    expect(service.validateNow(h(TOKEN, `/dicom-web/studies/${OTHER_UID}`))).toBe(FORBIDDEN);
+    expect(service.validateNow(h(TOKEN, `/dicom-web/studies?StudyInstanceUID=${UID},${OTHER_UID}`))).toBe(FORBIDDEN);
+    expect(studies.placesOfStudyUids).toHaveBeenCalledTimes(2);
   });
 
   it('refuses a cached token past its expiry, and one whose account is no longer usable', async () => {
@@ -174,31 +185,102 @@ describe('ViewerService.validateNow (the answer from process memory)', () => {
     const spy = jest.spyOn(Date, 'now').mockImplementation(() => now);
     try {
       const expiring = build({ session: { expires_at: now + 1_000 } }).service;
-      await expiring.validate(TOKEN, URI);
+      await expiring.validate(h(TOKEN, URI));
       now += 999;
-      expect(expiring.validateNow(TOKEN, URI)).toBe(ALLOW);
+      expect(expiring.validateNow(h(TOKEN, URI))).toBe(ALLOW);
       now += 1;
       // The cached entry ends with the token: memory has no answer, and validate refuses it.
-      expect(expiring.validateNow(TOKEN, URI)).toBeUndefined();
-      expect(await expiring.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
+      expect(expiring.validateNow(h(TOKEN, URI))).toBeUndefined();
+      expect(await expiring.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
     } finally {
       spy.mockRestore();
     }
     const { service } = build({ account: async () => null });
-    expect(await service.validate(TOKEN, URI)).toBe(INVALID_TOKEN);
-    expect(service.validateNow(TOKEN, URI)).toBe(INVALID_TOKEN);
+    expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    expect(service.validateNow(h(TOKEN, URI))).toBe(INVALID_TOKEN);
   });
 
   it('reports its outcomes like validate, the study lookup as a cache hit', async () => {
     const metrics = { viewerValidation: jest.fn() };
     const { service } = build({ metrics });
-    await service.validate(TOKEN, URI);
-    service.validateNow(TOKEN, URI);
-    service.validateNow(undefined, URI);
+    await service.validate(h(TOKEN, URI));
+    service.validateNow(h(TOKEN, URI));
+    service.validateNow(h(undefined, URI));
     expect(metrics.viewerValidation.mock.calls).toEqual([
       ['allowed', false],
       ['allowed', true],
       ['missing_token', undefined],
     ]);
+  });
+});
+
+describe('credentialOf', () => {
+  const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
+  it.each([
+    ['X-Viewer-Token', { 'x-viewer-token': ` ${TOKEN} ` }, { kind: 'viewer_token', token: TOKEN }],
+    ['X-Viewer-Token before a bearer', { 'x-viewer-token': TOKEN, authorization: `Bearer ${JWT}` }, { kind: 'viewer_token', token: TOKEN }],
+    ['a uuid bearer (OHIF\'s token parameter)', { authorization: `Bearer ${TOKEN}` }, { kind: 'viewer_token', token: TOKEN }],
+    ['a bearer that is not a uuid', { authorization: `bearer ${JWT}` }, { kind: 'session', token: JWT }],
+    ['the session cookie', { cookie: `a=1; pacs_access_token=${JWT}` }, { kind: 'session', token: JWT }],
+    ['a bearer before the cookie', { authorization: `Bearer ${TOKEN}`, cookie: `pacs_access_token=${JWT}` }, { kind: 'viewer_token', token: TOKEN }],
+    ['a blank X-Viewer-Token, then the cookie', { 'x-viewer-token': ' ', cookie: `pacs_access_token=${JWT}` }, { kind: 'session', token: JWT }],
+    ['Basic credentials', { authorization: 'Basic dXNlcjpwdw==' }, null],
+    ['an empty cookie', { cookie: 'pacs_access_token=' }, null],
+    ['nothing', {}, null],
+  ])('reads %s', (_, headers, expected) => {
+    expect(credentialOf(headers)).toEqual(expected);
+  });
+});
+
+describe('ViewerService.validate with a session', () => {
+  const ACCESS = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTEifQ.c2ln';
+  const withSession = (uri: string) => ({ authorization: `Bearer ${ACCESS}`, 'x-original-uri': uri });
+  const OTHER_UNIT = '1.2.3.6';
+  const OTHER_TENANT = '1.2.3.7';
+  const account = accountOf;
+  const sessionBuild = (state: AccountState | null, tokens: Partial<TokenService> = {}) =>
+    build({
+      account: async () => state,
+      placesOf: async () =>
+        new Map([
+          [UID, at(TENANT)],
+          [OTHER_UNIT, [{ tenant_id: TENANT, unit_id: 'unit-2' }]],
+          [OTHER_TENANT, at('tenant-b')],
+        ]),
+      tokens: {
+        verify: jest.fn(() => ({ sub: 'user-1', jti: 'jti-1' }) as never),
+        isBlacklisted: jest.fn(async () => false),
+        ...tokens,
+      },
+    }).service;
+  const verdicts = async (service: ViewerService) =>
+    Promise.all([UID, OTHER_UNIT, OTHER_TENANT].map((uid) => service.validate(withSession(`/dicom-web/studies/${uid}`))));
+
+  it('opens a regular user\'s unit only', async () => {
+    expect(await verdicts(sessionBuild(account({})))).toEqual([ALLOW, FORBIDDEN, FORBIDDEN]);
+  });
+
+  it('opens a tenant admin\'s clinic, and everything for a super admin', async () => {
+    expect(await verdicts(sessionBuild(account({ is_tenant_admin: true })))).toEqual([ALLOW, ALLOW, FORBIDDEN]);
+    expect(await verdicts(sessionBuild(account({ is_super_admin: true, tenant_id: null, unit_id: null })))).toEqual([ALLOW, ALLOW, ALLOW]);
+  });
+
+  it('opens nothing for a regular user without a unit', async () => {
+    expect(await verdicts(sessionBuild(account({ unit_id: null })))).toEqual([FORBIDDEN, FORBIDDEN, FORBIDDEN]);
+  });
+
+  it('refuses (401) an invalid, logged-out or unusable session, and when Redis fails', async () => {
+    expect(await sessionBuild(account({}), { verify: jest.fn(() => null) }).validate(withSession(URI))).toBe(INVALID_TOKEN);
+    expect(await sessionBuild(account({}), { isBlacklisted: jest.fn(async () => true) }).validate(withSession(URI))).toBe(INVALID_TOKEN);
+    expect(await sessionBuild(account({ usable: false })).validate(withSession(URI))).toBe(INVALID_TOKEN);
+    expect(await sessionBuild(null).validate(withSession(URI))).toBe(INVALID_TOKEN);
+    const redisDown = sessionBuild(account({}), { isBlacklisted: jest.fn(async () => Promise.reject(new Error('down'))) });
+    expect(await redisDown.validate(withSession(URI))).toBe(INVALID_TOKEN);
+  });
+
+  it('has no answer from memory alone (a logout is seen in Redis only)', async () => {
+    const service = sessionBuild(account({}));
+    expect(await service.validate(withSession(URI))).toBe(ALLOW);
+    expect(service.validateNow(withSession(URI))).toBeUndefined();
   });
 });

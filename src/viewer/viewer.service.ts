@@ -2,9 +2,13 @@ import { HttpStatus, Inject, Injectable, Logger, Optional } from '@nestjs/common
 import { isUUID } from 'class-validator';
 import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
+import fastifyCookie from '@fastify/cookie';
+import type { IncomingHttpHeaders } from 'http';
 import { AccountState, AccountStatusService } from '../auth/account-status.service';
+import { ACCESS_COOKIE } from '../auth/jwt.strategy';
+import { TokenService } from '../auth/token.service';
 import type { AuthUser } from '../common/auth/auth-user';
-import { DataScope } from '../common/auth/data-scope';
+import { DataScope, RecordPlace, scopeIncludes, scopeOf } from '../common/auth/data-scope';
 import { ApiError } from '../common/errors/api-errors';
 import { REDIS } from '../common/redis/redis.module';
 import { APP_CONFIG } from '../config/config.module';
@@ -13,7 +17,7 @@ import { MetricsService, ViewerValidationResult } from '../operations/metrics/me
 import { StudiesRepository } from '../studies/studies.repository';
 import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
 import { extractStudyUids } from './study-uids';
-import { StudyTenantsCache } from './study-tenants.cache';
+import { StudyPlaces, StudyPlacesCache } from './study-places.cache';
 import { TtlCache } from './ttl-cache';
 
 /** What a viewer token grants, stored in Redis under `viewer:<token>` for VIEWER_TOKEN_TTL seconds. */
@@ -68,8 +72,9 @@ export class ViewerService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
     private readonly studies: StudiesRepository,
-    private readonly uidTenants: StudyTenantsCache,
+    private readonly studyPlaces: StudyPlacesCache,
     private readonly accounts: AccountStatusService,
+    private readonly tokens: TokenService,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
 
@@ -92,26 +97,26 @@ export class ViewerService {
     await this.redis.set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
     // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
     // validation looks it up itself otherwise).
-    await this.uidTenants.tenantsOf([study.study_instance_uid]).catch(() => undefined);
+    await this.studyPlaces.placesOf([study.study_instance_uid]).catch(() => undefined);
     return { token, expires_in: ttl };
   }
 
   /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
-  async validate(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
-    return this.validateNow(tokenHeader, originalUri) ?? this.validateFromStores(tokenHeader, originalUri);
+  async validate(headers: IncomingHttpHeaders): Promise<Verdict> {
+    return this.validateNow(headers) ?? this.validateFromStores(headers);
   }
 
   /** The verdict from Redis and PostgreSQL where memory has no answer (after `validateNow`). */
-  async validateFromStores(tokenHeader: unknown, originalUri: unknown): Promise<Verdict> {
-    return this.recorded(await this.decide(tokenHeader, originalUri));
+  async validateFromStores(headers: IncomingHttpHeaders): Promise<Verdict> {
+    return this.recorded(await this.decide(headers));
   }
 
   /**
    * The same verdict as `validate`, without waiting, when everything it needs is in process memory
    * (a viewer's requests after its first); undefined when Redis or PostgreSQL must be asked.
    */
-  validateNow(tokenHeader: unknown, originalUri: unknown): Verdict | undefined {
-    const outcome = this.decideFromMemory(tokenHeader, originalUri);
+  validateNow(headers: IncomingHttpHeaders): Verdict | undefined {
+    const outcome = this.decideFromMemory(headers);
     return outcome && this.recorded(outcome);
   }
 
@@ -120,9 +125,12 @@ export class ViewerService {
     return outcome.verdict;
   }
 
-  private decideFromMemory(tokenHeader: unknown, originalUri: unknown): Outcome | undefined {
-    const token = tokenOf(tokenHeader);
-    if (token === null) return { verdict: MISSING_TOKEN };
+  private decideFromMemory(headers: IncomingHttpHeaders): Outcome | undefined {
+    const credential = credentialOf(headers);
+    if (credential === null) return { verdict: MISSING_TOKEN };
+    // A session needs Redis (its logout is not seen otherwise): always the stores.
+    if (credential.kind === 'session') return undefined;
+    const token = credential.token;
     if (!isUUID(token)) return { verdict: INVALID_TOKEN };
     const session = this.sessions.get(token);
     if (!session) return undefined;
@@ -130,35 +138,58 @@ export class ViewerService {
     const account = this.accounts.peek(session.user_id);
     if (account === undefined) return undefined;
     if (!accountAllows(account, session)) return { verdict: INVALID_TOKEN };
-    const uids = extractStudyUids(typeof originalUri === 'string' ? originalUri : undefined);
+    const uids = extractStudyUids(originalUriOf(headers));
     if (!uids) return { verdict: FORBIDDEN };
-    const tenants = this.uidTenants.peek(uids);
-    if (!tenants) return undefined;
-    return { verdict: tenantsVerdict(uids, tenants, session), cacheHit: true };
+    const places = this.studyPlaces.peek(uids);
+    if (!places) return undefined;
+    return { verdict: placesVerdict(uids, places, (place) => place.tenant_id === session.tenant_id), cacheHit: true };
   }
 
-  private async decide(tokenHeader: unknown, originalUri: unknown): Promise<Outcome> {
-    const token = tokenOf(tokenHeader);
-    if (token === null) return { verdict: MISSING_TOKEN };
-    let session: ViewerSession | null;
+  private async decide(headers: IncomingHttpHeaders): Promise<Outcome> {
+    const credential = credentialOf(headers);
+    if (credential === null) return { verdict: MISSING_TOKEN };
+    let allows: ((place: RecordPlace) => boolean) | null;
     try {
-      session = await this.session(token);
-      if (session && !accountAllows(await this.accounts.get(session.user_id), session)) session = null;
+      allows = credential.kind === 'session' ? await this.sessionScope(credential.token) : await this.viewerTokenScope(credential.token);
     } catch (error) {
       this.logger.warn(`Viewer token check failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: INVALID_TOKEN };
     }
-    if (!session) return { verdict: INVALID_TOKEN };
+    if (!allows) return { verdict: INVALID_TOKEN };
 
-    const uids = extractStudyUids(typeof originalUri === 'string' ? originalUri : undefined);
+    const uids = extractStudyUids(originalUriOf(headers));
     if (!uids) return { verdict: FORBIDDEN };
     try {
-      const { tenants, hit } = await this.uidTenants.tenantsOf(uids);
-      return { verdict: tenantsVerdict(uids, tenants, session), cacheHit: hit };
+      const { places, hit } = await this.studyPlaces.placesOf(uids);
+      return { verdict: placesVerdict(uids, places, allows), cacheHit: hit };
     } catch (error) {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: FORBIDDEN, cacheHit: false };
     }
+  }
+
+  /** A viewer token opens the studies of its tenant (the spec's rule); null when it is not valid. */
+  private async viewerTokenScope(token: string): Promise<((place: RecordPlace) => boolean) | null> {
+    const session = await this.session(token);
+    if (!session || !accountAllows(await this.accounts.get(session.user_id), session)) return null;
+    return (place) => place.tenant_id === session.tenant_id;
+  }
+
+  /**
+   * A user's session opens the studies of the user's own scope (a regular user: their unit), with
+   * the API guard's checks: a valid access token, not logged out, of a usable account in a usable
+   * clinic. Null when it is not valid.
+   */
+  private async sessionScope(accessToken: string): Promise<((place: RecordPlace) => boolean) | null> {
+    const claims = this.tokens.verify(accessToken);
+    if (!claims) return null;
+    const [blacklisted, account] = await Promise.all([
+      withTimeout(this.tokens.isBlacklisted(claims.jti), REDIS_TIMEOUT_MS),
+      this.accounts.get(claims.sub),
+    ]);
+    if (blacklisted || !account?.usable) return null;
+    const scope = scopeOf(account);
+    return (place) => scopeIncludes(scope, place);
   }
 
   private async session(token: string): Promise<ViewerSession | null> {
@@ -181,11 +212,32 @@ interface Outcome {
   cacheHit?: boolean;
 }
 
-/** The trimmed token, or null when the header is missing or blank. */
-function tokenOf(header: unknown): string | null {
-  if (typeof header !== 'string') return null;
-  const token = header.trim();
-  return token === '' ? null : token;
+/** What the caller presents: a viewer token, or a user's session (an access token). */
+export type ViewerCredential = { kind: 'viewer_token' | 'session'; token: string };
+
+const BEARER = /^Bearer[ ]+([^ ]+)[ ]*$/i;
+
+/**
+ * X-Viewer-Token when given; else `Authorization: Bearer`, which is a viewer token when it is a
+ * uuid (OHIF sends the `token` URL parameter it was opened with this way) and an access token
+ * otherwise (a JWT, never a uuid); else the session cookie. Null when there is none of these.
+ */
+export function credentialOf(headers: IncomingHttpHeaders): ViewerCredential | null {
+  const viewerToken = headers['x-viewer-token'];
+  if (typeof viewerToken === 'string' && viewerToken.trim() !== '') return { kind: 'viewer_token', token: viewerToken.trim() };
+  const bearer = BEARER.exec(headers.authorization ?? '')?.[1];
+  if (bearer) return { kind: isUUID(bearer) ? 'viewer_token' : 'session', token: bearer };
+  const cookies = headers.cookie;
+  if (cookies?.includes(ACCESS_COOKIE)) {
+    const token = fastifyCookie.parse(cookies)[ACCESS_COOKIE];
+    if (token) return { kind: 'session', token };
+  }
+  return null;
+}
+
+function originalUriOf(headers: IncomingHttpHeaders): string | undefined {
+  const uri = headers['x-original-uri'];
+  return typeof uri === 'string' ? uri : undefined;
 }
 
 /** The token dies with its user's or tenant's deactivation, and if the user left the tenant. */
@@ -194,11 +246,15 @@ function accountAllows(account: AccountState | null, session: ViewerSession): bo
   return account.is_super_admin || account.tenant_id === session.tenant_id;
 }
 
-/** A UID held by several tenants is served by the image server as one study: all or nothing. */
-function tenantsVerdict(uids: string[], tenants: Map<string, readonly string[]>, session: ViewerSession): Verdict {
+/** A UID held in several places is served by the image server as one study: all or nothing. */
+function placesVerdict(
+  uids: string[],
+  places: Map<string, StudyPlaces>,
+  allows: (place: RecordPlace) => boolean,
+): Verdict {
   const allowed = uids.every((uid) => {
-    const holders = tenants.get(uid);
-    return !!holders && holders.length > 0 && holders.every((tenant) => tenant === session.tenant_id);
+    const held = places.get(uid);
+    return !!held && held.length > 0 && held.every(allows);
   });
   return allowed ? ALLOW : FORBIDDEN;
 }

@@ -54,3 +54,23 @@ export function scopeCondition(
 export function scopeTenantId(scope: DataScope): string | null {
   return scope.kind === 'tenant' || scope.kind === 'unit' ? scope.tenantId : null;
 }
+
+/** Where a record lives: its tenant and, for records kept per unit, its unit. */
+export interface RecordPlace {
+  tenant_id: string;
+  unit_id: string | null;
+}
+
+/** Whether the scope sees a record placed there (the same rule as `scopeCondition`, in memory). */
+export function scopeIncludes(scope: DataScope, place: RecordPlace): boolean {
+  switch (scope.kind) {
+    case 'all':
+      return true;
+    case 'none':
+      return false;
+    case 'tenant':
+      return place.tenant_id === scope.tenantId;
+    case 'unit':
+      return place.tenant_id === scope.tenantId && place.unit_id === scope.unitId;
+  }
+}

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ThrottlerException } from '@nestjs/throttler';
 import { ApiError } from './api-errors';
+import { loggedUrl } from '../http/logged-url';
 
 /** Bodies for errors that Nest or Fastify raise without our shape. */
 export function defaultBodyFor(status: number, message?: string): Record<string, unknown> {
@@ -71,11 +72,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
       return { status: fastifyStatus, body: defaultBodyFor(fastifyStatus, message) };
     }
     if (isDependencyDown(exception)) {
-      this.logger.warn(`Dependency unavailable on ${request?.method} ${request?.url}: ${(exception as Error)?.message}`);
+      this.logger.warn(`Dependency unavailable on ${request?.method} ${loggedUrl(request?.url)}: ${(exception as Error)?.message}`);
       return { status: HttpStatus.SERVICE_UNAVAILABLE, body: defaultBodyFor(503) };
     }
     this.logger.error(
-      `Unhandled error on ${request?.method} ${request?.url}: ${(exception as Error)?.stack ?? exception}`,
+      `Unhandled error on ${request?.method} ${loggedUrl(request?.url)}: ${(exception as Error)?.stack ?? exception}`,
     );
     return { status: HttpStatus.INTERNAL_SERVER_ERROR, body: defaultBodyFor(500) };
   }
