@@ -16,7 +16,8 @@ import { createStudy } from '../support/clinical-factories';
 import { writeStudy, WrittenStudy } from '../support/dicom';
 import { createClinic } from '../support/factories';
 import { NginxInstance, startNginx } from '../support/nginx';
-import { basicAuth, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { basicAuth, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { startBuiltProcess } from '../support/processes';
 
 jest.setTimeout(600_000);
 
@@ -393,5 +394,20 @@ describe('the viewer gate against the real image server', () => {
       expect(log).toContain(`"GET /dicom-web/studies/${STUDY_UIDS.A1}/series HTTP/1.1" 200`);
       for (const token of [secret, viewerToken, clinicA.token1]) expect(log).not.toContain(token);
     });
+  });
+
+  it('keeps tokens out of the API\'s request log (the built API, logging every request)', async () => {
+    const api = await startBuiltProcess('main', { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_log`, LOG_LEVEL: 'info' }, { port: await getFreePort() });
+    try {
+      const secret = 'f00dcafe-0000-4000-8000-00000000beef';
+      await fetch(`${api.url}/api/studies?page=1&token=${secret}&%74oken=${secret}`, { headers: { authorization: `Bearer ${clinicA.token1}` } });
+      await fetch(`${api.url}/api/health?access_token=${secret}`, { headers: { 'x-viewer-token': viewerToken, cookie: `pacs_access_token=${clinicA.token1}` } });
+      const logged = api.output();
+      expect(logged).toContain('/api/studies?page=1&token=[redacted]&%74oken=[redacted]');
+      expect(logged).toContain('/api/health?access_token=[redacted]');
+      for (const token of [secret, viewerToken, clinicA.token1]) expect(logged).not.toContain(token);
+    } finally {
+      await api.stop();
+    }
   });
 });
