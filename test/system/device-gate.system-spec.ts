@@ -210,6 +210,30 @@ describe('Device gate: a device is its AE title and its address', () => {
     expect((await studyRow(imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
   });
 
+  it('reads once the address of a quarantined study kept before addresses were, and keeps it quarantined', async () => {
+    const { imgsrvStudyId } = await sendAndPlace(await newStudy(`Q3-${suffix}`), CLINIC_A_AET, OTHER_ADDRESS);
+    const reconcileQueue = worker.get<Queue>(getQueueToken(RECONCILE_QUEUE));
+    const runs = async () => (await reconcileQueue.getJobs(['completed'])).length;
+    // Indexed, and seen by a reconciliation since: nothing else would queue it again.
+    await waitFor('the study to be indexed', async () => {
+      const [sync] = await db.query(`SELECT indexed_at FROM imgsrv_study_sync WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
+      return sync?.indexed_at;
+    });
+    const indexedRuns = await runs();
+    await waitFor('a reconciliation run', async () => (await runs()) >= indexedRuns + 2);
+
+    const since = Date.now();
+    await db.query(`UPDATE imgsrv_study_sync SET remote_ip = NULL WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
+    await waitFor('the address to be read again', async () => (await studyRow(imgsrvStudyId))?.remote_ip === OTHER_ADDRESS);
+    const start = await runs();
+    await waitFor('three more reconciliation runs', async () => (await runs()) >= start + 3);
+    const jobs = (await studyQueue().getJobs(['completed'])).filter(
+      (job) => job?.data?.imgsrvStudyId === imgsrvStudyId && (job.finishedOn ?? 0) > since,
+    );
+    expect(jobs.map((job) => job.data.source)).toEqual(['reconcile']);
+    expect((await studyRow(imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
+  });
+
   it('quarantines a study from an unregistered AE title with the reason unknown_aet', async () => {
     const before = await untrustedCount('unknown_aet');
     const { row, result } = await sendAndPlace(await newStudy(`Q2-${suffix}`), STRANGER_AET);
