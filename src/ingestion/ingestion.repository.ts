@@ -2,13 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ImageGeometry } from '../imgsrv/imgsrv.types';
+import { quarantineReason, QuarantineReason, sameAddress, Sender } from './device-identity';
 import { InstanceFields, SeriesFields, StudyFields } from './dicom-mapping';
 
 export interface Placement {
   tenant_id: string;
   unit_id: string;
-  /** True when no registered modality matched: the quarantine tenant. */
+  /** True when no registered modality matched the sender (AE title and address): the quarantine tenant. */
   quarantined: boolean;
+  /** Why, when quarantined. */
+  reason?: QuarantineReason;
+  /** The address the AE title is registered with, when the sender's did not match it. */
+  registeredAddress?: string;
 }
 
 export interface SavedStudy {
@@ -61,13 +66,17 @@ export class IngestionRepository {
 
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** Tenant and unit of the modality registered under `aet`, else the quarantine tenant and unit. */
-  async resolvePlacement(aet: string | null): Promise<Placement> {
-    if (aet) {
-      const [modality] = await this.db.query(`SELECT tenant_id, unit_id FROM modalities WHERE aet = $1`, [aet]);
-      if (modality) return { tenant_id: modality.tenant_id, unit_id: modality.unit_id, quarantined: false };
-    }
-    return this.quarantinePlacement();
+  /**
+   * Tenant and unit of the modality registered under the sender's AE title when the sender's address
+   * is that modality's, else the quarantine tenant and unit with the reason.
+   */
+  async resolvePlacement(sender: Sender): Promise<Placement> {
+    const [modality]: Array<{ tenant_id: string; unit_id: string; ip_address: string }> = sender.aet
+      ? await this.db.query(`SELECT tenant_id, unit_id, ip_address FROM modalities WHERE aet = $1`, [sender.aet])
+      : [];
+    const reason = quarantineReason(sender, modality ?? null);
+    if (!reason) return { tenant_id: modality.tenant_id, unit_id: modality.unit_id, quarantined: false };
+    return { ...(await this.quarantinePlacement()), reason, registeredAddress: modality?.ip_address };
   }
 
   async quarantinePlacement(): Promise<Placement> {
@@ -85,11 +94,13 @@ export class IngestionRepository {
 
   /**
    * Upserts the study on imgsrv_study_id and its patient on (tenant_id, patient_id), in one
-   * transaction. A study whose device is registered takes that device's tenant and unit (so a
-   * quarantined study moves); an unregistered device never moves a study that already has a place.
-   * report_status starts as pending on insert and is never touched again here.
+   * transaction. A new study takes the placement; a study already placed in a clinic keeps its
+   * tenant and unit whoever sends it again (a device of another clinic included): only a quarantined
+   * study moves, and only to a placement out of quarantine. The returned tenant and unit are the
+   * study's. report_status starts as pending on insert and is never touched again here.
    */
-  async saveStudy(study: StudyFields, placement: Placement, remoteAet: string | null): Promise<SavedStudy> {
+  async saveStudy(study: StudyFields, placement: Placement, sender: Sender): Promise<SavedStudy> {
+    const quarantine = await this.quarantinePlacement();
     return this.db.transaction(async (m) => {
       await this.lockStudy(m, study.imgsrv_study_id);
       const [saved] = await m.query(
@@ -97,8 +108,8 @@ export class IngestionRepository {
            patient_birth_date, patient_sex, accession_number, study_date, study_description, report_status)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending')
          ON CONFLICT (imgsrv_study_id) DO UPDATE SET
-           tenant_id = CASE WHEN $12::boolean THEN studies.tenant_id ELSE EXCLUDED.tenant_id END,
-           unit_id = CASE WHEN $12::boolean THEN studies.unit_id ELSE EXCLUDED.unit_id END,
+           tenant_id = CASE WHEN studies.tenant_id = $13::uuid AND NOT $12::boolean THEN EXCLUDED.tenant_id ELSE studies.tenant_id END,
+           unit_id = CASE WHEN studies.tenant_id = $13::uuid AND NOT $12::boolean THEN EXCLUDED.unit_id ELSE studies.unit_id END,
            study_instance_uid = EXCLUDED.study_instance_uid,
            patient_id = EXCLUDED.patient_id,
            patient_name = EXCLUDED.patient_name,
@@ -122,6 +133,7 @@ export class IngestionRepository {
           study.study_date,
           study.study_description,
           placement.quarantined,
+          quarantine.tenant_id,
         ],
       );
       const patientUuid = await this.upsertPatient(m, saved.tenant_id, study);
@@ -130,10 +142,11 @@ export class IngestionRepository {
         await m.query(`UPDATE studies SET patient_uuid = $1 WHERE id = $2`, [patientUuid, saved.id]);
         if (previous) await this.dropOrphanQuarantinePatient(m, previous);
       }
+      // '' rather than NULL for a missing address: NULL means "not read yet" (see quarantinedWithRegisteredDevice).
       await m.query(
-        `INSERT INTO imgsrv_study_sync (imgsrv_study_id, remote_aet) VALUES ($1, $2)
-         ON CONFLICT (imgsrv_study_id) DO UPDATE SET remote_aet = EXCLUDED.remote_aet`,
-        [study.imgsrv_study_id, remoteAet],
+        `INSERT INTO imgsrv_study_sync (imgsrv_study_id, remote_aet, remote_ip) VALUES ($1, $2, $3)
+         ON CONFLICT (imgsrv_study_id) DO UPDATE SET remote_aet = EXCLUDED.remote_aet, remote_ip = EXCLUDED.remote_ip`,
+        [study.imgsrv_study_id, sender.aet, (sender.ip ?? '').slice(0, 64)],
       );
       return {
         id: saved.id,
@@ -352,17 +365,31 @@ export class IngestionRepository {
     );
   }
 
-  /** Quarantined studies whose device has been registered since: they can move to their tenant. */
+  /**
+   * Quarantined studies whose device (AE title and address) has been registered since: they can move
+   * to its tenant. Also those whose address was never read (NULL, kept before addresses were): their
+   * job reads it, once. The senders are few, so they are matched in code, by the one address rule
+   * (sameAddress: spellings differ, e.g. `::ffff:10.0.0.5` for `10.0.0.5`), then their studies read.
+   */
   async quarantinedWithRegisteredDevice(limit: number): Promise<string[]> {
     const quarantine = await this.quarantinePlacement();
+    const senders: Array<{ remote_aet: string; remote_ip: string | null; ip_address: string }> = await this.db.query(
+      `SELECT DISTINCT y.remote_aet, y.remote_ip, m.ip_address FROM studies s
+       JOIN imgsrv_study_sync y ON y.imgsrv_study_id = s.imgsrv_study_id
+       JOIN modalities m ON m.aet = y.remote_aet
+       WHERE s.tenant_id = $1`,
+      [quarantine.tenant_id],
+    );
+    const released = senders.filter((r) => r.remote_ip === null || sameAddress(r.remote_ip, r.ip_address));
+    if (released.length === 0) return [];
     const rows: Array<{ imgsrv_study_id: string }> = await this.db.query(
       `SELECT s.imgsrv_study_id FROM studies s
        JOIN imgsrv_study_sync y ON y.imgsrv_study_id = s.imgsrv_study_id
-       JOIN modalities m ON m.aet = y.remote_aet
+       JOIN unnest($2::varchar[], $3::varchar[]) AS d(aet, ip) ON d.aet = y.remote_aet AND d.ip IS NOT DISTINCT FROM y.remote_ip
        WHERE s.tenant_id = $1
        ORDER BY s.created_at
-       LIMIT $2`,
-      [quarantine.tenant_id, limit],
+       LIMIT $4`,
+      [quarantine.tenant_id, released.map((r) => r.remote_aet), released.map((r) => r.remote_ip), limit],
     );
     return rows.map((r) => r.imgsrv_study_id);
   }

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ImgsrvClient } from '../imgsrv/imgsrv.client';
 import { OrthancStudy } from '../imgsrv/imgsrv.types';
+import { MetricsService, UntrustedSenderReason } from '../operations/metrics/metrics.service';
+import { Sender } from './device-identity';
 import { mapStudy, normaliseAet } from './dicom-mapping';
 import { IngestionQueue, StudyJobData } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';
@@ -9,15 +11,19 @@ export interface StudyJobResult {
   outcome: 'saved' | 'gone';
   studyId?: string;
   inserted?: boolean;
+  /** The study is in quarantine after this run. */
   quarantined?: boolean;
+  /** Set when the sender did not decide where the study is (see UntrustedSenderReason). */
+  untrusted?: UntrustedSenderReason;
   remoteAet?: string | null;
   remoteIp?: string | null;
 }
 
 /**
- * Fetches a study from the image server, places it (tenant and unit of the device that sent it, or
- * quarantine), upserts it and its patient, and queues the heavier indexing. Kept short so a study
- * shows up in the lists within seconds, whatever its size.
+ * Fetches a study from the image server, places it (tenant and unit of the device that sent it,
+ * known by its AE title and its address, or quarantine; a study that already has a clinic keeps it),
+ * upserts it and its patient, and queues the heavier indexing. Kept short so a study shows up in the
+ * lists within seconds, whatever its size.
  */
 @Injectable()
 export class StudyJobService {
@@ -27,6 +33,7 @@ export class StudyJobService {
     private readonly imgsrv: ImgsrvClient,
     private readonly repository: IngestionRepository,
     private readonly queue: IngestionQueue,
+    private readonly metrics: MetricsService,
   ) {}
 
   async run(data: StudyJobData): Promise<StudyJobResult> {
@@ -38,20 +45,38 @@ export class StudyJobService {
       return { outcome: 'gone' };
     }
     const origin = await this.originOf(study);
-    const remoteAet = normaliseAet(origin.remoteAet);
-    const placement = await this.repository.resolvePlacement(remoteAet);
-    const saved = await this.repository.saveStudy(mapStudy(study), placement, remoteAet);
-    if (placement.quarantined) {
-      this.logger.warn(`study ${study.ID} from unregistered AE title ${JSON.stringify(remoteAet)} quarantined`);
+    const sender: Sender = { aet: normaliseAet(origin.remoteAet), ip: origin.remoteIp };
+    const placement = await this.repository.resolvePlacement(sender);
+    const saved = await this.repository.saveStudy(mapStudy(study), placement, sender);
+    const quarantine = await this.repository.quarantinePlacement();
+    const quarantined = saved.tenant_id === quarantine.tenant_id;
+    let untrusted: UntrustedSenderReason | undefined;
+    const from = `AE title ${JSON.stringify(sender.aet)} at ${JSON.stringify(sender.ip)}`;
+    if (quarantined) {
+      untrusted = placement.reason;
+      this.logger.warn(
+        placement.reason === 'address_mismatch'
+          ? `study ${study.ID} quarantined: sent by ${from}, but that AE title is registered at ${JSON.stringify(placement.registeredAddress)} (address_mismatch)`
+          : `study ${study.ID} quarantined: sent by ${from}, an unregistered AE title (unknown_aet)`,
+      );
+    } else if (saved.tenant_id !== placement.tenant_id) {
+      // A study that already has a clinic never changes clinic: not for a device of another one,
+      // not for an untrusted sender.
+      untrusted = placement.quarantined ? placement.reason : 'other_clinic';
+      this.logger.warn(
+        `study ${study.ID} sent again by ${from} (${untrusted}): it stays in its clinic (tenant ${saved.tenant_id})`,
+      );
     }
+    if (untrusted) await this.metrics.untrustedSender(untrusted);
     await this.queue.queueIndex({ imgsrvStudyId: study.ID, changeSeq, lastUpdate: study.LastUpdate ?? null });
     return {
       outcome: 'saved',
       studyId: saved.id,
       inserted: saved.inserted,
-      quarantined: placement.quarantined,
-      remoteAet,
-      remoteIp: origin.remoteIp,
+      quarantined,
+      ...(untrusted ? { untrusted } : {}),
+      remoteAet: sender.aet,
+      remoteIp: sender.ip,
     };
   }
 

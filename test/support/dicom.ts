@@ -6,6 +6,7 @@
 import { execFile } from 'child_process';
 import { randomBytes } from 'crypto';
 import { promises as fs } from 'fs';
+import * as net from 'net';
 import * as path from 'path';
 
 export const TRANSFER_SYNTAX_EXPLICIT_LE = '1.2.840.10008.1.2.1';
@@ -400,6 +401,14 @@ export interface StorescuOptions {
   chunkSize?: number;
   /** Per-run time limit in ms. Default 120 000. */
   timeoutMs?: number;
+  /**
+   * Local address the image server sees the device connect from (its `RemoteIP`), e.g. 127.0.0.2:
+   * storescu cannot bind one, so the association goes through a relay that does. Default: whatever
+   * the kernel picks (127.0.0.1 towards 127.0.0.1, and towards any other 127.x address too).
+   */
+  fromAddress?: string;
+  /** storescu -v: its output (in a rejection's message) then shows each C-STORE's answer status. */
+  verbose?: boolean;
 }
 
 export const STORESCU = process.env.STORESCU_BIN ?? 'storescu';
@@ -410,10 +419,20 @@ export const STORESCU = process.env.STORESCU_BIN ?? 'storescu';
  * refused C-STORE in the middle of a chunk is not always an exit status).
  */
 export async function sendWithStorescu(files: string[], options: StorescuOptions): Promise<void> {
-  const { aet, host = '127.0.0.1', port, calledAet = 'ORTHANC', chunkSize = 200, timeoutMs = 120_000 } = options;
+  const { aet, calledAet = 'ORTHANC', chunkSize = 200, timeoutMs = 120_000, fromAddress } = options;
+  if (fromAddress) {
+    const relay = await relayFrom(fromAddress, options.host ?? '127.0.0.1', options.port);
+    try {
+      await sendWithStorescu(files, { ...options, host: '127.0.0.1', port: relay.port, fromAddress: undefined });
+    } finally {
+      await relay.close();
+    }
+    return;
+  }
+  const { host = '127.0.0.1', port } = options;
   for (let start = 0; start < files.length; start += chunkSize) {
     const chunk = files.slice(start, start + chunkSize);
-    const args = ['-aet', aet, '-aec', calledAet, '-ta', '30', '-td', '60', host, String(port), ...chunk];
+    const args = ['-aet', aet, '-aec', calledAet, '-ta', '30', '-td', '60', ...(options.verbose ? ['-v'] : []), host, String(port), ...chunk];
     await new Promise<void>((resolve, reject) => {
       execFile(STORESCU, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
         const output = `${stderr}${stdout}`.trim();
@@ -425,4 +444,31 @@ export async function sendWithStorescu(files: string[], options: StorescuOptions
       });
     });
   }
+}
+
+/** A TCP relay on a free 127.0.0.1 port to host:port, connecting from `localAddress`. */
+async function relayFrom(localAddress: string, host: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host, port, localAddress });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }

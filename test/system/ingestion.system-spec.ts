@@ -24,7 +24,7 @@ import { ArchiveImportModule, ArchiveImportService } from '../../src/ingestion/a
 import { createTestApp, TestApp } from '../support/app';
 import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../support/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';
-import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor } from '../support/orthanc';
 
 jest.setTimeout(90_000);
 
@@ -32,16 +32,6 @@ const suffix = randomBytes(3).toString('hex').toUpperCase();
 const DEVICE_AET = `CT_${suffix}`;
 const UNKNOWN_AET = `UNREG_${suffix}`;
 const LATE_AET = `LATE_${suffix}`;
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(150);
-  }
-}
 
 describe('Ingestion against a real Orthanc', () => {
   let workDir: string;

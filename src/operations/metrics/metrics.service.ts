@@ -5,12 +5,17 @@ import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
 import { REDIS } from '../../common/redis/redis.module';
-import { SharedHistogram } from './shared-histogram';
+import { SharedCounter, SharedHistogram } from './shared-histogram';
 
 export type ViewerValidationResult = 'allowed' | 'missing_token' | 'invalid_token' | 'forbidden';
 export type JobOutcome = 'completed' | 'failed';
 /** `listed`: the study is in the API's lists; `indexed`: series, instances and thumbnails are done. */
 export type IngestionStage = 'listed' | 'indexed';
+/**
+ * Why a study job's sender did not decide where the study is: `unknown_aet` and `address_mismatch`
+ * leave it in quarantine; `other_clinic`: the study already belongs to a clinic, which keeps it.
+ */
+export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'other_clinic';
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
@@ -35,6 +40,7 @@ export class MetricsService {
   private readonly viewerCache: Counter<'result'>;
   private readonly jobDuration: SharedHistogram;
   private readonly ingestionLagHistogram: SharedHistogram;
+  private readonly untrustedSenders: SharedCounter;
 
   constructor(
     @Inject(REDIS) redis: Redis,
@@ -100,8 +106,15 @@ export class MetricsService {
       ['stage'],
       LAG_BUCKETS,
     );
+    this.untrustedSenders = new SharedCounter(
+      redis,
+      'pacs_ingestion_untrusted_sender_total',
+      'Study jobs whose sender did not place the study, by reason: unknown_aet and address_mismatch (quarantine), other_clinic (kept in its clinic).',
+      ['reason'],
+    );
     this.registry.registerMetric(this.jobDuration as never);
     this.registry.registerMetric(this.ingestionLagHistogram as never);
+    this.registry.registerMetric(this.untrustedSenders as never);
   }
 
   get contentType(): string {
@@ -133,6 +146,10 @@ export class MetricsService {
 
   async ingestionLag(stage: IngestionStage, seconds: number): Promise<void> {
     await this.ingestionLagHistogram.observe({ stage }, seconds);
+  }
+
+  async untrustedSender(reason: UntrustedSenderReason): Promise<void> {
+    await this.untrustedSenders.inc({ reason });
   }
 }
 

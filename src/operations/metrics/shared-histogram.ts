@@ -6,29 +6,51 @@ export type LabelValues = Record<string, string>;
 export interface CollectedMetric {
   name: string;
   help: string;
-  type: 'histogram';
+  type: 'histogram' | 'counter';
   aggregator: 'sum';
   values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }>;
 }
 
 /**
- * A Prometheus histogram whose buckets live in one Redis hash, so that an observation made in one
- * process (a queue worker, which serves no HTTP) is scraped from any API process. Cumulative bucket
- * counts are kept as Prometheus expects them: one observation increments every bucket whose bound
- * is at or above the value, plus `+Inf`, `_count` and `_sum`.
+ * A metric kept in one Redis hash, so that what one process records (a queue worker, which serves
+ * no HTTP) is scraped from any API process.
  */
-export class SharedHistogram {
-  private readonly key: string;
+abstract class SharedMetric {
+  protected readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    protected readonly redis: Redis,
     readonly name: string,
     readonly help: string,
-    private readonly labelNames: readonly string[],
-    private readonly buckets: readonly number[],
+    protected readonly labelNames: readonly string[],
   ) {
     // The client adds the deployment's QUEUE_PREFIX.
     this.key = `metrics:${name}`;
+  }
+
+  /** Called by the registry on each scrape. */
+  abstract get(): Promise<CollectedMetric>;
+
+  /** Only the declared label names, in a fixed order; values may not contain the separators. */
+  protected seriesOf(labels: LabelValues): string {
+    return this.labelNames.map((name) => String(labels[name] ?? '').replace(/[|=,]/g, '_')).join(',');
+  }
+
+  protected labelsOf(series: string): Record<string, string> | null {
+    const parts = series.split(',');
+    if (parts.length !== this.labelNames.length) return null;
+    return Object.fromEntries(this.labelNames.map((name, index) => [name, parts[index]]));
+  }
+}
+
+/**
+ * A Prometheus histogram whose buckets live in one Redis hash. Cumulative bucket counts are kept as
+ * Prometheus expects them: one observation increments every bucket whose bound is at or above the
+ * value, plus `+Inf`, `_count` and `_sum`.
+ */
+export class SharedHistogram extends SharedMetric {
+  constructor(redis: Redis, name: string, help: string, labelNames: readonly string[], private readonly buckets: readonly number[]) {
+    super(redis, name, help, labelNames);
   }
 
   /** Never throws: losing one observation is better than failing the job that reported it. */
@@ -70,15 +92,22 @@ export class SharedHistogram {
     }
     return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
   }
+}
 
-  /** Only the declared label names, in a fixed order; values may not contain the separators. */
-  private seriesOf(labels: LabelValues): string {
-    return this.labelNames.map((name) => String(labels[name] ?? '').replace(/[|=,]/g, '_')).join(',');
+/** A Prometheus counter kept in one Redis hash: one field per label set. */
+export class SharedCounter extends SharedMetric {
+  /** Never throws, like SharedHistogram.observe. */
+  async inc(labels: LabelValues): Promise<void> {
+    await this.redis.hincrby(this.key, this.seriesOf(labels), 1).catch(() => undefined);
   }
 
-  private labelsOf(series: string): Record<string, string> | null {
-    const parts = series.split(',');
-    if (parts.length !== this.labelNames.length) return null;
-    return Object.fromEntries(this.labelNames.map((name, index) => [name, parts[index]]));
+  async get(): Promise<CollectedMetric> {
+    const fields = await this.redis.hgetall(this.key);
+    const values: CollectedMetric['values'] = [];
+    for (const [series, raw] of Object.entries(fields).sort(([a], [b]) => a.localeCompare(b))) {
+      const labels = this.labelsOf(series);
+      if (labels) values.push({ metricName: this.name, labels, value: Number(raw) });
+    }
+    return { name: this.name, help: this.help, type: 'counter', aggregator: 'sum', values };
   }
 }

@@ -1,0 +1,341 @@
+/**
+ * The device gate end to end (decisions.md, "A device is its AE title and its address"): devices
+ * (storescu, from 127.0.0.1 or, through a relay, from 127.0.0.2) send to the real Orthanc configured
+ * from docker/orthanc (its shipped webhook.lua, ReceivedInstanceFilter included); the API's webhook
+ * and a worker place the studies. Assertions are on PostgreSQL, on Orthanc's stored files and
+ * metadata, on the job results and on the API's /metrics.
+ */
+import { getQueueToken } from '@nestjs/bull';
+import { Test, TestingModule } from '@nestjs/testing';
+import type { Queue } from 'bull';
+import { execFile } from 'child_process';
+import { createHash, randomBytes } from 'crypto';
+import { promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { DataSource } from 'typeorm';
+import { WorkerModule } from '../../src/app.module';
+import { RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
+import { APP_CONFIG } from '../../src/config/config.module';
+import { nestLogLevels } from '../../src/config/log-levels';
+import { createTestApp, TestApp } from '../support/app';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { createTenant, createUnit } from '../support/factories';
+import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../support/orthanc';
+
+jest.setTimeout(120_000);
+
+const suffix = randomBytes(3).toString('hex').toUpperCase();
+const CLINIC_A_AET = `CT_A_${suffix}`;
+const CLINIC_B_AET = `CT_B_${suffix}`;
+const STRANGER_AET = `EVIL_${suffix}`;
+const METRICS_TOKEN = 'device-gate-metrics-token-0123456789';
+/** The test's second device address: loopback, so it exists on any Linux machine. */
+const OTHER_ADDRESS = '127.0.0.2';
+
+/** A copy of `file` with other content but the same UIDs (dcmtk's dcmodify). */
+async function alteredCopy(file: string, dir: string): Promise<string> {
+  await fs.mkdir(dir, { recursive: true });
+  const copy = path.join(dir, path.basename(file));
+  await fs.copyFile(file, copy);
+  await new Promise<void>((resolve, reject) =>
+    execFile('dcmodify', ['-nb', '-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic', copy], (error, _out, stderr) =>
+      error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve(),
+    ),
+  );
+  return copy;
+}
+
+describe('Device gate: a device is its AE title and its address', () => {
+  let workDir: string;
+  let orthanc: OrthancInstance;
+  let t: TestApp;
+  let db: DataSource;
+  let worker: TestingModule;
+  let clinicA: { tenant: string; unit: string };
+  let clinicB: { tenant: string; unit: string };
+  let quarantineTenant: string;
+
+  const orthancFetch = (pathAndQuery: string, init: RequestInit = {}, server = orthanc) =>
+    fetch(`${server.url}${pathAndQuery}`, {
+      ...init,
+      headers: { Authorization: basicAuth(server.username, server.password), ...(init.headers ?? {}) },
+    });
+  const orthancJson = async (pathAndQuery: string, init: RequestInit = {}, server = orthanc) => {
+    const response = await orthancFetch(pathAndQuery, init, server);
+    expect(response.status).toBe(200);
+    return response.json() as Promise<any>;
+  };
+
+  async function lookup(uid: string, type: 'Study' | 'Instance', server = orthanc): Promise<string | undefined> {
+    const found = (await orthancJson('/tools/lookup', { method: 'POST', body: uid }, server)) as Array<{ ID: string; Type: string }>;
+    return found.find((entry) => entry.Type === type)?.ID;
+  }
+
+  /** What the archive holds for an instance: the stored file's SHA-256, its PatientName, its sender. */
+  async function archived(sopInstanceUid: string) {
+    const id = (await lookup(sopInstanceUid, 'Instance'))!;
+    const file = Buffer.from(await (await orthancFetch(`/instances/${id}/file`)).arrayBuffer());
+    const tags = await orthancJson(`/instances/${id}/simplified-tags`);
+    const metadata = await orthancJson(`/instances/${id}/metadata?expand`);
+    return {
+      sha256: createHash('sha256').update(file).digest('hex'),
+      patientName: tags.PatientName,
+      institution: tags.InstitutionName ?? null,
+      remoteAet: metadata.RemoteAET,
+      remoteIp: metadata.RemoteIP,
+    };
+  }
+
+  const studyQueue = (): Queue => worker.get<Queue>(getQueueToken(STUDY_QUEUE));
+
+  /** The result of the latest completed study job of the study, once it finished after `after`. */
+  async function studyJob(imgsrvStudyId: string, after = 0): Promise<Record<string, any>> {
+    return waitFor(`a study job of ${imgsrvStudyId} to complete`, async () => {
+      const jobs = (await studyQueue().getJobs(['completed'])).filter(
+        (job) => job?.data?.imgsrvStudyId === imgsrvStudyId && (job.finishedOn ?? 0) > after,
+      );
+      return jobs.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))[0]?.returnvalue;
+    });
+  }
+
+  async function studyRow(imgsrvStudyId: string) {
+    const [row] = await db.query(
+      `SELECT s.id, s.tenant_id, s.unit_id, s.report_status, s.patient_uuid, y.remote_aet, y.remote_ip
+       FROM studies s LEFT JOIN imgsrv_study_sync y ON y.imgsrv_study_id = s.imgsrv_study_id WHERE s.imgsrv_study_id = $1`,
+      [imgsrvStudyId],
+    );
+    return row as Record<string, any> | undefined;
+  }
+
+  async function untrustedCount(reason: string): Promise<number> {
+    const res = await t.http.get('/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(res.status).toBe(200);
+    const line = (res.body as string)
+      .split('\n')
+      .find((l) => l.startsWith(`pacs_ingestion_untrusted_sender_total{reason="${reason}"} `));
+    return line ? Number(line.split(' ')[1]) : 0;
+  }
+
+  let studyCounter = 0;
+  const newStudy = (patientId: string): Promise<WrittenStudy> =>
+    writeStudy(path.join(workDir, `study-${++studyCounter}`), {
+      patientId,
+      patientName: 'DOE^JANE',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 32, columns: 32 }],
+    });
+
+  /** Sends and waits for the study job that follows (Orthanc's stable event, then the webhook). */
+  async function sendAndPlace(study: WrittenStudy, aet: string, fromAddress?: string) {
+    const started = Date.now();
+    await sendWithStorescu(study.files, { aet, port: orthanc.dicomPort, fromAddress });
+    const imgsrvStudyId = (await lookup(study.studyInstanceUid, 'Study'))!;
+    const result = await studyJob(imgsrvStudyId, started);
+    return { imgsrvStudyId, result, row: (await studyRow(imgsrvStudyId))! };
+  }
+
+  beforeAll(async () => {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-device-gate-'));
+    const apiPort = await getFreePort();
+    orthanc = await startOrthanc({
+      stableAge: 1,
+      webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
+      webhookSecret: process.env.WEBHOOK_SECRET,
+    });
+    t = await createTestApp({
+      IMGSRV_URL: orthanc.url,
+      IMGSRV_USERNAME: orthanc.username,
+      IMGSRV_PASSWORD: orthanc.password,
+      RECONCILE_INTERVAL: '1',
+      METRICS_TOKEN,
+      QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:device-gate`,
+    });
+    db = t.db;
+    await t.app.listen(apiPort, '127.0.0.1');
+    worker = await Test.createTestingModule({ imports: [WorkerModule] })
+      .overrideProvider(APP_CONFIG)
+      .useValue(t.config)
+      .compile();
+    worker.useLogger(nestLogLevels(t.config));
+    await worker.init();
+
+    [{ id: quarantineTenant }] = await db.query(`SELECT id FROM tenants WHERE slug = 'quarantine'`);
+    const register = async (aet: string, ipAddress: string) => {
+      const tenant = await createTenant(db);
+      const unit = await createUnit(db, tenant.id);
+      await db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
+        tenant.id,
+        unit.id,
+        `Device ${aet}`,
+        aet,
+        ipAddress,
+      ]);
+      return { tenant: tenant.id, unit: unit.id };
+    };
+    clinicA = await register(CLINIC_A_AET, '127.0.0.1');
+    // Registered in the IPv4-mapped IPv6 spelling of the address Orthanc reports (127.0.0.1).
+    clinicB = await register(CLINIC_B_AET, '::ffff:127.0.0.1');
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.close().catch(() => undefined);
+    await t?.close().catch(() => undefined);
+    await orthanc?.destroy();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  it('places a study sent with a registered AE title from the registered address, in any spelling of it', async () => {
+    const { row, result } = await sendAndPlace(await newStudy(`B1-${suffix}`), CLINIC_B_AET.toLowerCase());
+    expect(row).toMatchObject({ tenant_id: clinicB.tenant, unit_id: clinicB.unit, remote_aet: CLINIC_B_AET, remote_ip: '127.0.0.1' });
+    expect(result).toMatchObject({ outcome: 'saved', quarantined: false, remoteIp: '127.0.0.1' });
+    expect(result.untrusted).toBeUndefined();
+  });
+
+  it('quarantines a study sent with a registered AE title from another address, says why, and never releases it', async () => {
+    const before = await untrustedCount('address_mismatch');
+    const { imgsrvStudyId, row, result } = await sendAndPlace(await newStudy(`Q1-${suffix}`), CLINIC_A_AET, OTHER_ADDRESS);
+    expect(row).toMatchObject({ tenant_id: quarantineTenant, remote_aet: CLINIC_A_AET, remote_ip: OTHER_ADDRESS });
+    expect(result).toMatchObject({ quarantined: true, untrusted: 'address_mismatch', remoteAet: CLINIC_A_AET, remoteIp: OTHER_ADDRESS });
+    // Orthanc recorded the address the device connected from: the one an operator registers.
+    const instance = (await orthancJson(`/studies/${imgsrvStudyId}/instances`))[0];
+    expect(await (await orthancFetch(`/instances/${instance.ID}/metadata/RemoteIP`)).text()).toBe(OTHER_ADDRESS);
+    expect(await untrustedCount('address_mismatch')).toBe(before + 1);
+
+    // The reconciliation (every second here) releases quarantined studies of registered devices:
+    // not this one, whose AE title is registered at another address.
+    const reconcileQueue = worker.get<Queue>(getQueueToken(RECONCILE_QUEUE));
+    const runs = async () => (await reconcileQueue.getJobs(['completed'])).length;
+    const start = await runs();
+    await waitFor('three reconciliation runs', async () => (await runs()) >= start + 3);
+    expect((await studyRow(imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
+  });
+
+  it('reads once the address of a quarantined study kept before addresses were, and keeps it quarantined', async () => {
+    const { imgsrvStudyId } = await sendAndPlace(await newStudy(`Q3-${suffix}`), CLINIC_A_AET, OTHER_ADDRESS);
+    const reconcileQueue = worker.get<Queue>(getQueueToken(RECONCILE_QUEUE));
+    const runs = async () => (await reconcileQueue.getJobs(['completed'])).length;
+    // Indexed, and seen by a reconciliation since: nothing else would queue it again.
+    await waitFor('the study to be indexed', async () => {
+      const [sync] = await db.query(`SELECT indexed_at FROM imgsrv_study_sync WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
+      return sync?.indexed_at;
+    });
+    const indexedRuns = await runs();
+    await waitFor('a reconciliation run', async () => (await runs()) >= indexedRuns + 2);
+
+    const since = Date.now();
+    await db.query(`UPDATE imgsrv_study_sync SET remote_ip = NULL WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
+    await waitFor('the address to be read again', async () => (await studyRow(imgsrvStudyId))?.remote_ip === OTHER_ADDRESS);
+    const start = await runs();
+    await waitFor('three more reconciliation runs', async () => (await runs()) >= start + 3);
+    const jobs = (await studyQueue().getJobs(['completed'])).filter(
+      (job) => job?.data?.imgsrvStudyId === imgsrvStudyId && (job.finishedOn ?? 0) > since,
+    );
+    expect(jobs.map((job) => job.data.source)).toEqual(['reconcile']);
+    expect((await studyRow(imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
+  });
+
+  it('quarantines a study from an unregistered AE title with the reason unknown_aet', async () => {
+    const before = await untrustedCount('unknown_aet');
+    const { row, result } = await sendAndPlace(await newStudy(`Q2-${suffix}`), STRANGER_AET);
+    expect(row.tenant_id).toBe(quarantineTenant);
+    expect(result).toMatchObject({ quarantined: true, untrusted: 'unknown_aet', remoteAet: STRANGER_AET });
+    expect(await untrustedCount('unknown_aet')).toBe(before + 1);
+  });
+
+  it("keeps a study of clinic A in clinic A when a device of clinic B sends it again", async () => {
+    const study = await newStudy(`A1-${suffix}`);
+    const placed = await sendAndPlace(study, CLINIC_A_AET);
+    expect(placed.row).toMatchObject({ tenant_id: clinicA.tenant, unit_id: clinicA.unit });
+    await db.query(`UPDATE studies SET report_status = 'final' WHERE id = $1`, [placed.row.id]);
+    const [patientBefore] = await db.query(`SELECT tenant_id FROM patients WHERE id = $1`, [placed.row.patient_uuid]);
+
+    // Clinic B's device cannot replace A's archived instances (see below); were they gone from the
+    // image server, it would send them anew: the study job then sees clinic B's device.
+    expect((await orthancFetch(`/studies/${placed.imgsrvStudyId}`, { method: 'DELETE' })).status).toBe(200);
+    const before = await untrustedCount('other_clinic');
+    const again = await sendAndPlace(study, CLINIC_B_AET);
+    expect(again.imgsrvStudyId).toBe(placed.imgsrvStudyId);
+    expect(again.result).toMatchObject({ quarantined: false, untrusted: 'other_clinic', remoteAet: CLINIC_B_AET });
+    expect(again.row).toMatchObject({
+      id: placed.row.id,
+      tenant_id: clinicA.tenant,
+      unit_id: clinicA.unit,
+      report_status: 'final',
+      patient_uuid: placed.row.patient_uuid,
+    });
+    expect(patientBefore.tenant_id).toBe(clinicA.tenant);
+    expect(await untrustedCount('other_clinic')).toBe(before + 1);
+    const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM patients WHERE tenant_id = $1 AND patient_id = $2`, [
+      clinicB.tenant,
+      `A1-${suffix}`,
+    ]);
+    expect(count).toBe(0);
+  });
+
+  it('moves a quarantined study only out of quarantine, to the clinic of a device matching AE title and address', async () => {
+    const study = await newStudy(`R1-${suffix}`);
+    const held = await sendAndPlace(study, STRANGER_AET);
+    expect(held.row.tenant_id).toBe(quarantineTenant);
+    // The same study from clinic A's device (right AE title, right address), once the stranger's
+    // copy is gone from the image server: the study leaves quarantine for clinic A.
+    expect((await orthancFetch(`/studies/${held.imgsrvStudyId}`, { method: 'DELETE' })).status).toBe(200);
+    const moved = await sendAndPlace(study, CLINIC_A_AET);
+    expect(moved.row).toMatchObject({ id: held.row.id, tenant_id: clinicA.tenant, unit_id: clinicA.unit });
+    expect(moved.result).toMatchObject({ quarantined: false });
+    expect(moved.result.untrusted).toBeUndefined();
+  });
+
+  describe('an archived instance', () => {
+    let study: WrittenStudy;
+    let original: Awaited<ReturnType<typeof archived>>;
+    let altered: string[];
+
+    beforeAll(async () => {
+      study = await newStudy(`I1-${suffix}`);
+      await sendAndPlace(study, CLINIC_A_AET);
+      original = await archived(study.sopInstanceUids[0]);
+      altered = [await alteredCopy(study.files[0], path.join(workDir, 'altered'))];
+      expect(createHash('sha256').update(await fs.readFile(altered[0])).digest('hex')).not.toBe(original.sha256);
+    });
+
+    it.each([
+      ['an unregistered AE title', STRANGER_AET, undefined],
+      ["another clinic's registered device", CLINIC_B_AET, undefined],
+      ['its own AE title from another address', CLINIC_A_AET, OTHER_ADDRESS],
+    ])('is not replaced by other content with the same UIDs from %s: the C-STORE is refused', async (_label, aet, fromAddress) => {
+      await expect(sendWithStorescu(altered, { aet, port: orthanc.dicomPort, fromAddress, verbose: true })).rejects.toThrow(
+        'Received Store Response (Refused: OutOfResources)',
+      );
+      expect(await archived(study.sopInstanceUids[0])).toEqual(original);
+      expect(orthanc.log()).toContain(
+        `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]} (sent by AE title "${CLINIC_A_AET}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${aet}" from ${fromAddress ?? '127.0.0.1'}`,
+      );
+    });
+
+    it('is replaced by its own device (AE title in any case, same address)', async () => {
+      await sendWithStorescu(altered, { aet: CLINIC_A_AET.toLowerCase(), port: orthanc.dicomPort });
+      const now = await archived(study.sopInstanceUids[0]);
+      expect(now).toMatchObject({ patientName: 'EVIL^EVE', institution: 'Not the clinic', remoteIp: '127.0.0.1' });
+      expect(now.sha256).not.toBe(original.sha256);
+      // The other instance of the study was never touched.
+      expect((await archived(study.sopInstanceUids[1])).patientName).toBe('DOE^JANE');
+    });
+  });
+
+  it('refuses, loudly, every instance when the check itself fails: nothing is stored unchecked', async () => {
+    // The shipped script, plus one that breaks the Orthanc API call the filter relies on.
+    const breaker = path.join(workDir, 'broken-lookup.lua');
+    await fs.writeFile(breaker, "function RestApiPost(uri, body, builtin) return nil end\n");
+    const broken = await startOrthanc({ extraConfig: { LuaScripts: [WEBHOOK_LUA, breaker] } });
+    try {
+      const study = await newStudy(`F1-${suffix}`);
+      await expect(sendWithStorescu(study.files, { aet: CLINIC_A_AET, port: broken.dicomPort, verbose: true })).rejects.toThrow(
+        'Received Store Response (Refused: OutOfResources)',
+      );
+      expect(await orthancJson('/instances', {}, broken)).toEqual([]);
+      expect(broken.log()).toContain(`webhook.lua: refused instance ${study.sopInstanceUids[0]}: /tools/lookup did not answer`);
+    } finally {
+      await broken.destroy();
+    }
+  });
+});
