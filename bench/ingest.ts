@@ -46,6 +46,7 @@ import { ImgsrvClient } from '../src/imgsrv/imgsrv.client';
 import { sendWithStorescu, StudySpec, writeStudy, WrittenStudy } from '../test/support/dicom';
 import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../test/support/orthanc';
 import { databaseUrl, quoteIdent } from './lib/db';
+import { cpuMsOf } from './lib/processes';
 
 type Part = 'nodelay' | 'e2e' | 'index';
 const PARTS: Part[] = ['nodelay', 'e2e', 'index'];
@@ -181,6 +182,8 @@ async function main(): Promise<void> {
         'seconds': r.seconds,
         'instances/s': r.instancesPerSecond,
         'stored': r.stored,
+        'Orthanc CPU ms/instance': r.orthancCpuMsPerInstance,
+        ...(options.index === 'postgresql' ? { 'index PostgreSQL CPU ms/instance': r.indexCpuMsPerInstance } : {}),
       })),
     );
   }
@@ -191,6 +194,8 @@ async function main(): Promise<void> {
         scenario: r.scenario,
         'send (s)': r.sendSeconds,
         'intake (inst/s)': r.intakePerSecond,
+        'Orthanc CPU ms/inst': r.intakeOrthancCpuMsPerInstance,
+        ...(options.index === 'postgresql' ? { 'index PG CPU ms/inst': r.intakeIndexCpuMsPerInstance } : {}),
         'StableAge (s)': r.stableAgeSeconds,
         'last instance -> webhook (s)': r.stableWaitSeconds,
         'webhook -> listed (s)': r.webhookToListedSeconds,
@@ -242,10 +247,15 @@ class OrthancIndexes {
     private readonly prefix: string,
   ) {}
 
+  /** The PostgreSQL database of the index called `name`; undefined with SQLite. */
+  database(name: string): string | undefined {
+    return this.kind === 'postgresql' ? `${this.prefix}_${name}` : undefined;
+  }
+
   /** Configuration for an Orthanc loading `plugins`, with the index called `name` (the same name: the same index). */
   async config(name: string, plugins: string[]): Promise<Record<string, unknown>> {
-    if (this.kind === 'sqlite') return { Plugins: plugins };
-    const database = `${this.prefix}_${name}`;
+    const database = this.database(name);
+    if (!database) return { Plugins: plugins };
     if (!this.created.includes(database)) {
       await withAdmin((client) => client.query(`CREATE DATABASE ${quoteIdent(database)}`));
       this.created.push(database);
@@ -294,6 +304,9 @@ interface NoDelayFigures {
   seconds: number;
   instancesPerSecond: number;
   stored: number;
+  /** Orthanc's CPU time per stored instance (and its PostgreSQL index's, when it has one). */
+  orthancCpuMsPerInstance: number;
+  indexCpuMsPerInstance: number;
 }
 
 /**
@@ -324,11 +337,20 @@ async function runNoDelayMatrix(
       extraConfig: await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN]),
     });
     started.push(orthanc);
+    const cpuBefore = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
     const sentAt = Date.now();
     await sendWithStorescu(study.files, { aet: 'BENCH_NODELAY', port: orthanc.dicomPort, chunkSize: study.files.length, env: row.device });
     const ms = Date.now() - sentAt;
+    const cpuAfter = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
     const stored = (await orthancJson(orthanc, '/statistics')).CountInstances as number;
-    figures.push({ sides: row.sides, seconds: round(ms / 1000, 2), instancesPerSecond: Math.round((study.files.length / ms) * 1000), stored });
+    figures.push({
+      sides: row.sides,
+      seconds: round(ms / 1000, 2),
+      instancesPerSecond: Math.round((study.files.length / ms) * 1000),
+      stored,
+      orthancCpuMsPerInstance: round(((cpuAfter.orthanc - cpuBefore.orthanc) * 1000) / Math.max(1, stored), 2),
+      indexCpuMsPerInstance: round(((cpuAfter.index - cpuBefore.index) * 1000) / Math.max(1, stored), 2),
+    });
     console.log(`TCP_NODELAY=1 on ${row.sides}: ${ms} ms, ${stored} stored`);
     await orthanc.destroy();
     started.splice(started.indexOf(orthanc), 1);
@@ -356,6 +378,19 @@ function ctSpec(patient: string, instances: number, size: number, series = 1): S
 
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
 
+/**
+ * CPU seconds (user + system) used so far by the Orthanc process and, with the PostgreSQL index, by
+ * the PostgreSQL backends serving its index: what the machine's load does not change.
+ */
+async function orthancCpuSeconds(orthanc: OrthancInstance, indexDatabase?: string): Promise<{ orthanc: number; index: number }> {
+  let index = 0;
+  if (indexDatabase) {
+    const { rows } = await withAdmin((client) => client.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [indexDatabase]));
+    index = rows.reduce((sum, row) => sum + cpuMsOf(row.pid), 0) / 1000;
+  }
+  return { orthanc: orthanc.pid ? cpuMsOf(orthanc.pid) / 1000 : 0, index };
+}
+
 interface EndToEndStudy {
   device: string;
   sendMs: number;
@@ -372,6 +407,9 @@ interface EndToEndFigures {
   instancesPerStudy: number;
   sendSeconds: number;
   intakePerSecond: number;
+  /** Orthanc's CPU time per instance while the devices sent (and its PostgreSQL index's). */
+  intakeOrthancCpuMsPerInstance: number;
+  intakeIndexCpuMsPerInstance: number;
   stableAgeSeconds: number;
   stableWaitSeconds: number;
   webhookToListedSeconds: number;
@@ -417,10 +455,14 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
       const db = worker.get<DataSource>(getDataSourceToken());
       const token = await login(`http://127.0.0.1:${apiPort}`);
 
+      const indexDatabase = indexes.database(`e2e${devices}`);
+      const cpuBefore = await orthancCpuSeconds(orthanc, indexDatabase);
+      let cpuAfter = cpuBefore;
       const firstByte = Date.now();
       const sends = studies.map((study, d) =>
         sendWithStorescu(study.files, { aet: aets[d], port: orthanc.dicomPort, chunkSize: study.files.length, timeoutMs: 600_000 }).then(() => Date.now()),
       );
+      const intakeCpu = Promise.all(sends).then(async () => (cpuAfter = await orthancCpuSeconds(orthanc, indexDatabase)));
       const listedAt = new Map<string, number>();
       const completeAt = new Map<string, number>();
       const watching = (async () => {
@@ -440,7 +482,7 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
           await delay(50);
         }
       })();
-      const [sentAt] = await Promise.all([Promise.all(sends), watching]);
+      const [sentAt] = await Promise.all([Promise.all(sends), watching, intakeCpu]);
 
       const perStudy: EndToEndStudy[] = [];
       for (const [d, study] of studies.entries()) {
@@ -465,6 +507,8 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
         instancesPerStudy: options.e2eInstances,
         sendSeconds: worst('sendMs'),
         intakePerSecond: Math.round((devices * options.e2eInstances) / worst('sendMs')),
+        intakeOrthancCpuMsPerInstance: round(((cpuAfter.orthanc - cpuBefore.orthanc) * 1000) / (devices * options.e2eInstances), 2),
+        intakeIndexCpuMsPerInstance: round(((cpuAfter.index - cpuBefore.index) * 1000) / (devices * options.e2eInstances), 2),
         stableAgeSeconds: options.stableAge,
         stableWaitSeconds: worst('webhookAfterSendMs'),
         webhookToListedSeconds: worst('webhookToListedMs'),

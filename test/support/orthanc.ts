@@ -55,6 +55,8 @@ export interface OrthancInstance {
   webhookSecret: string;
   /** Temporary folder holding the configuration, the storage (db/) and orthanc.log. */
   dir: string;
+  /** The running Orthanc's process id (undefined while stopped). */
+  readonly pid: number | undefined;
   /** SIGTERM, then SIGKILL after 5 s (a graceful stop takes Orthanc 1.10 about 3.5 s). Storage is kept. */
   stop(): Promise<void>;
   /** Starts again after stop(), same ports, configuration and storage. */
@@ -204,6 +206,9 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
     },
     webhookSecret,
     dir,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     start: async () => {
       if (child) throw new Error('Orthanc is already running');
