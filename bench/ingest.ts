@@ -11,13 +11,13 @@
  *   "complete with thumbnails", through the real webhook of the shipped Lua script with the production
  *   StableAge (10 s, shown apart: it is a wait, not work): one device sending a 500-slice CT, then four
  *   devices each sending one at once.
- * - `index`: ingestion of one large generated study against a real Orthanc (the shipped configuration, as the
- * system tests run it): the study is sent once with storescu, then the webhook is posted to the API
- * and the clock runs until the study is complete in PostgreSQL (every instance, every thumbnail).
- * The API and one worker run in this process, so every HTTP call the worker makes to Orthanc is
- * counted by an axios interceptor on its ImgsrvClient.
+ * - `index`: ingestion of one large generated study against a real Orthanc (the shipped
+ *   configuration, as the system tests run it): the study is sent once with storescu, then the webhook
+ *   is posted to the API and the clock runs until the study is complete in PostgreSQL (every instance,
+ *   every thumbnail).
  *
- * Two scenarios: Orthanc with the DICOMweb plugin (Rows/Columns/SliceThickness by one QIDO-RS call
+ * The API and one worker run in this process, so every HTTP call the worker makes to Orthanc is
+ * counted by an axios interceptor on its ImgsrvClient. The index part has two scenarios: Orthanc with the DICOMweb plugin (Rows/Columns/SliceThickness by one QIDO-RS call
  * per series), and without it (the per-instance fallback), then a re-run of the webhook on the
  * unchanged study. Everything runs on a database and queue prefix of its own, dropped at the end
  * (unless --keep). Figures go to stdout and bench/results/ingest-<time>.json.
