@@ -8,6 +8,7 @@ import { randomBytes } from 'crypto';
 import { promises as fs } from 'fs';
 import * as net from 'net';
 import * as path from 'path';
+import { DICOM_NETWORK_ENV } from '../../scripts/dicom-network-env';
 
 export const TRANSFER_SYNTAX_EXPLICIT_LE = '1.2.840.10008.1.2.1';
 
@@ -409,6 +410,8 @@ export interface StorescuOptions {
   fromAddress?: string;
   /** storescu -v: its output (in a rejection's message) then shows each C-STORE's answer status. */
   verbose?: boolean;
+  /** Extra environment for storescu (after DICOM_NETWORK_ENV: `{ TCP_NODELAY: '0' }` plays a device that leaves Nagle on). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export const STORESCU = process.env.STORESCU_BIN ?? 'storescu';
@@ -430,11 +433,13 @@ export async function sendWithStorescu(files: string[], options: StorescuOptions
     return;
   }
   const { host = '127.0.0.1', port } = options;
+  // The sender's side of TCP_NODELAY (scripts/dicom-network-env.js), as a well-configured device.
+  const env = { ...process.env, ...DICOM_NETWORK_ENV, ...options.env };
   for (let start = 0; start < files.length; start += chunkSize) {
     const chunk = files.slice(start, start + chunkSize);
     const args = ['-aet', aet, '-aec', calledAet, '-ta', '30', '-td', '60', ...(options.verbose ? ['-v'] : []), host, String(port), ...chunk];
     await new Promise<void>((resolve, reject) => {
-      execFile(STORESCU, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      execFile(STORESCU, args, { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
         const output = `${stderr}${stdout}`.trim();
         if (error || /^E: /m.test(output)) {
           reject(new Error(`storescu -aet ${aet} ${host}:${port} failed: ${output || (error as Error).message}`));

@@ -9,6 +9,10 @@ import { createWriteStream, promises as fs, readFileSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { DICOM_NETWORK_ENV } from '../../scripts/dicom-network-env';
+
+/** TCP_NODELAY=1 for DCMTK (scripts/dicom-network-env.js): Orthanc's side of every association. */
+export { DICOM_NETWORK_ENV };
 
 export const ORTHANC_BIN = process.env.ORTHANC_BIN ?? '/usr/sbin/Orthanc';
 export const DOCKER_DIR = path.resolve(__dirname, '../../docker');
@@ -32,7 +36,7 @@ export interface StartOrthancOptions {
   aet?: string;
   /** Merged last into the generated configuration. */
   extraConfig?: Record<string, unknown>;
-  /** Extra environment for the Orthanc process. */
+  /** Extra environment for the Orthanc process (after DICOM_NETWORK_ENV: `{ TCP_NODELAY: '0' }` turns it off). */
   env?: NodeJS.ProcessEnv;
   /** Pass --verbose to Orthanc. */
   verbose?: boolean;
@@ -51,6 +55,8 @@ export interface OrthancInstance {
   webhookSecret: string;
   /** Temporary folder holding the configuration, the storage (db/) and orthanc.log. */
   dir: string;
+  /** The running Orthanc's process id (undefined while stopped). */
+  readonly pid: number | undefined;
   /** SIGTERM, then SIGKILL after 5 s (a graceful stop takes Orthanc 1.10 about 3.5 s). Storage is kept. */
   stop(): Promise<void>;
   /** Starts again after stop(), same ports, configuration and storage. */
@@ -137,6 +143,7 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
       cwd: dir,
       env: {
         ...process.env,
+        ...DICOM_NETWORK_ENV,
         ...opts.env,
         PACS_WEBHOOK_URL: webhookUrl,
         PACS_WEBHOOK_SECRET: webhookSecret,
@@ -199,6 +206,9 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
     },
     webhookSecret,
     dir,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     start: async () => {
       if (child) throw new Error('Orthanc is already running');
