@@ -43,13 +43,19 @@ function OnStableStudy(studyId, tags, metadata)
 end
 
 -- Archived images cannot be replaced by a stranger (a device is its AE title
--- and its address). With "OverwriteInstances" true, a C-STORE of an instance
--- Orthanc already holds (same SOPInstanceUID) replaces the stored file: this
--- filter lets such a replacement through only from the device that sent the
--- stored instance, i.e. the same calling AE title (trimmed, uppercased) from
--- the same address, as Orthanc recorded them (RemoteAET / RemoteIP metadata).
--- New instances pass; so does whatever comes through Orthanc's authenticated
--- REST API (RequestOrigin other than DicomProtocol).
+-- and its address). Two checks, on instances received over DICOM only
+-- (whatever comes through Orthanc's authenticated REST API passes):
+--
+-- 1. With "OverwriteInstances" true, a C-STORE of an instance Orthanc already
+--    holds (same SOPInstanceUID) replaces the stored file: it is let through
+--    only from the device that sent the stored instance, i.e. the same calling
+--    AE title (trimmed, uppercased) from the same address, as Orthanc recorded
+--    them (RemoteAET / RemoteIP metadata).
+-- 2. An instance whose StudyInstanceUID Orthanc already holds for another
+--    PatientID would make a second study with the same UID, and DICOMweb
+--    requests by that UID answer both: it is let through only from the device
+--    that sent the archived study (its first instance).
+-- New instances of a new study, or joining a study of the same patient, pass.
 --
 -- A refusal raises an error: Orthanc then answers the C-STORE with a failure
 -- status (0xA700 "Refused: OutOfResources") and logs the message, so the
@@ -57,7 +63,7 @@ end
 -- "Success" and drop the instance silently, and Orthanc 1.10.1's
 -- ReceivedCStoreInstanceFilter (meant to choose that status) never sends the
 -- status it is given. A failure of the check itself (Orthanc's own API not
--- answering) refuses the same way: nothing is replaced unchecked, and nothing
+-- answering) refuses the same way: nothing is stored unchecked, and nothing
 -- is refused without a trace.
 
 local function normaliseAet(aet)
@@ -72,24 +78,46 @@ local function normaliseIp(ip)
   return (string.gsub(lowered, '^::ffff:(%d+%.%d+%.%d+%.%d+)$', '%1'))
 end
 
--- The reception metadata of every archived instance with this SOPInstanceUID
--- (several when other patients' studies reuse it).
-local function archivedCopies(sopInstanceUid)
-  local found = RestApiPost('/tools/lookup', sopInstanceUid, true)
-  if found == nil then
-    error('webhook.lua: refused instance ' .. sopInstanceUid .. ': /tools/lookup did not answer', 0)
+local function refuse(sopInstanceUid, why)
+  error('webhook.lua: refused instance ' .. sopInstanceUid .. ': ' .. why, 0)
+end
+
+-- Orthanc's own REST API, parsed; no answer refuses the instance being checked.
+local function apiGet(uri, sopInstanceUid)
+  local answer = RestApiGet(uri, true)
+  if answer == nil then
+    refuse(sopInstanceUid, uri .. ' did not answer')
   end
-  local copies = {}
+  return ParseJson(answer)
+end
+
+-- Orthanc ids of the archived resources of this type whose DICOM UID is `uid`.
+local function lookup(uid, resourceType, sopInstanceUid)
+  local found = RestApiPost('/tools/lookup', uid, true)
+  if found == nil then
+    refuse(sopInstanceUid, '/tools/lookup did not answer')
+  end
+  local ids = {}
   for _, match in ipairs(ParseJson(found)) do
-    if match['Type'] == 'Instance' then
-      local metadata = RestApiGet('/instances/' .. match['ID'] .. '/metadata?expand', true)
-      if metadata == nil then
-        error('webhook.lua: refused instance ' .. sopInstanceUid .. ': its archived copy ' .. match['ID'] .. ' has no readable metadata', 0)
-      end
-      table.insert(copies, ParseJson(metadata))
+    if match['Type'] == resourceType then
+      table.insert(ids, match['ID'])
     end
   end
-  return copies
+  return ids
+end
+
+local function sentBy(metadata, origin)
+  return metadata['Origin'] == 'DicomProtocol'
+    and normaliseAet(metadata['RemoteAET']) == normaliseAet(origin['RemoteAet'])
+    and normaliseIp(metadata['RemoteIP']) == normaliseIp(origin['RemoteIp'])
+end
+
+local function device(aet, ip, requestOrigin)
+  local text = 'AE title "' .. tostring(aet) .. '" from ' .. tostring(ip)
+  if requestOrigin ~= nil then
+    text = text .. ', origin ' .. tostring(requestOrigin)
+  end
+  return text
 end
 
 function ReceivedInstanceFilter(dicom, origin, info)
@@ -101,15 +129,29 @@ function ReceivedInstanceFilter(dicom, origin, info)
     -- Orthanc refuses an instance without SOPInstanceUID by itself.
     return true
   end
-  for _, archived in ipairs(archivedCopies(sopInstanceUid)) do
-    local sameDevice = archived['Origin'] == 'DicomProtocol'
-      and normaliseAet(archived['RemoteAET']) == normaliseAet(origin['RemoteAet'])
-      and normaliseIp(archived['RemoteIP']) == normaliseIp(origin['RemoteIp'])
-    if not sameDevice then
-      error('webhook.lua: refused to replace archived instance ' .. sopInstanceUid
-        .. ' (sent by AE title "' .. tostring(archived['RemoteAET']) .. '" from ' .. tostring(archived['RemoteIP'])
-        .. ', origin ' .. tostring(archived['Origin']) .. ') with one sent by AE title "'
-        .. tostring(origin['RemoteAet']) .. '" from ' .. tostring(origin['RemoteIp']), 0)
+  local sender = device(origin['RemoteAet'], origin['RemoteIp'])
+
+  for _, id in ipairs(lookup(sopInstanceUid, 'Instance', sopInstanceUid)) do
+    local archived = apiGet('/instances/' .. id .. '/metadata?expand', sopInstanceUid)
+    if not sentBy(archived, origin) then
+      error('webhook.lua: refused to replace archived instance ' .. sopInstanceUid .. ' (sent by '
+        .. device(archived['RemoteAET'], archived['RemoteIP'], archived['Origin']) .. ') with one sent by ' .. sender, 0)
+    end
+  end
+
+  local studyUid = dicom['StudyInstanceUID']
+  if type(studyUid) == 'string' and studyUid ~= '' then
+    for _, id in ipairs(lookup(studyUid, 'Study', sopInstanceUid)) do
+      local study = apiGet('/studies/' .. id, sopInstanceUid)
+      local archivedPatient = (study['PatientMainDicomTags'] or {})['PatientID'] or ''
+      if archivedPatient ~= (dicom['PatientID'] or '') and #(study['Series'] or {}) > 0 then
+        local series = apiGet('/series/' .. study['Series'][1], sopInstanceUid)
+        local first = apiGet('/instances/' .. series['Instances'][1] .. '/metadata?expand', sopInstanceUid)
+        if not sentBy(first, origin) then
+          refuse(sopInstanceUid, 'study ' .. studyUid .. ' is archived for another patient ID (sent by '
+            .. device(first['RemoteAET'], first['RemoteIP'], first['Origin']) .. '); this one was sent by ' .. sender)
+        end
+      end
     end
   end
   return true

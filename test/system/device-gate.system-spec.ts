@@ -320,6 +320,26 @@ describe('Device gate: a device is its AE title and its address', () => {
       // The other instance of the study was never touched.
       expect((await archived(study.sopInstanceUids[1])).patientName).toBe('DOE^JANE');
     });
+
+    it("is not joined under another patient ID by another device: DICOMweb would serve both under the study's UID", async () => {
+      // A new instance (new SOP Instance UID) with the archived study's UID and another patient ID.
+      const intruder = path.join(workDir, 'intruder', 'new.dcm');
+      await fs.mkdir(path.dirname(intruder), { recursive: true });
+      await fs.copyFile(study.files[1], intruder);
+      await new Promise<void>((resolve, reject) =>
+        execFile('dcmodify', ['-nb', '-gin', '-m', '(0010,0020)=OTHER-PATIENT', intruder], (error, _out, stderr) =>
+          error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve(),
+        ),
+      );
+      await expect(sendWithStorescu([intruder], { aet: CLINIC_B_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+        'Received Store Response (Refused: OutOfResources)',
+      );
+      expect(orthanc.log()).toMatch(
+        new RegExp(`webhook\\.lua: refused instance [0-9.]+: study ${study.studyInstanceUid.replace(/\./g, '\\.')} is archived for another patient ID`),
+      );
+      const found = (await orthancJson('/tools/lookup', { method: 'POST', body: study.studyInstanceUid })) as Array<{ Type: string }>;
+      expect(found.filter((entry) => entry.Type === 'Study')).toHaveLength(1);
+    });
   });
 
   it('refuses, loudly, every instance when the check itself fails: nothing is stored unchecked', async () => {
