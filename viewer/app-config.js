@@ -40,8 +40,11 @@
     maxNumRequests: { interaction: 100, thumbnail: 5, prefetch: 10 },
     showErrorDetails: 'production',
     httpErrorHandler: function (error) {
-      // The session expired or was signed out elsewhere: sign in again.
-      if (!withViewerToken && error && error.status === 401) window.location.assign('/login');
+      // A refusal whose cause is the session itself (expired, signed out elsewhere): sign in again.
+      if (withViewerToken || !error || error.status !== 401) return;
+      fetch('/api/me', { credentials: 'same-origin' }).then(function (response) {
+        if (response.status === 401) window.location.assign('/login');
+      });
     },
     defaultDataSourceName: 'pacs',
     dataSources: [
