@@ -61,13 +61,13 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     return aet;
   }
 
-  async function sendStudy(aet: string, name: string, patientName: string, shown: string, studyDate: string, rows = 256): Promise<Sent> {
+  async function sendStudy(aet: string, name: string, patientName: string, shown: string, studyDate: string, description: string, modality = 'CT'): Promise<Sent> {
     const study = await writeStudy(path.join(workDir, name), {
       patientId: `WL-${name}`,
       patientName,
       studyDate,
-      studyDescription: `Worklist ${name}`,
-      series: [{ modality: 'CT', seriesNumber: 1, manufacturer: 'ACME', instances: 2, rows, columns: rows }],
+      studyDescription: description,
+      series: [{ modality, seriesNumber: 1, manufacturer: 'ACME', instances: 2, rows: 256, columns: 256 }],
     });
     await sendWithStorescu(study.files, { aet, port: stack.orthanc.dicomPort });
     return { study, shown, instances: 2 };
@@ -103,10 +103,10 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, name: 'Dr. Worklist' });
     const [aet, otherAet] = [await device(superToken, tenant.id, unit.id, 'OURS'), await device(superToken, tenant.id, otherUnit.id, 'THEIRS')];
     ours = [
-      await sendStudy(aet, 'A1', 'SILVA^JOÃO', 'SILVA, JOÃO', '20240310'),
-      await sendStudy(aet, 'A2', 'SOUZA^MARIA', 'SOUZA, MARIA', '20240105'),
+      await sendStudy(aet, 'A1', 'SILVA^JOÃO', 'SILVA, JOÃO', '20240310', 'CT head without contrast'),
+      await sendStudy(aet, 'A2', 'SOUZA^MARIA', 'SOUZA, MARIA', '20240105', 'MR knee right', 'MR'),
     ];
-    theirs = await sendStudy(otherAet, 'B1', 'PEREIRA^ANA', 'PEREIRA, ANA', '20240201');
+    theirs = await sendStudy(otherAet, 'B1', 'PEREIRA^ANA', 'PEREIRA, ANA', '20240201', 'CT chest low dose');
     for (const sent of [...ours, theirs]) await waitUntilIndexed(sent, superToken);
 
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -139,6 +139,7 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     await page.click('#submit');
     await page.locator('#error').waitFor({ state: 'visible' });
     expect(await page.textContent('#error')).toBe('Credenciais inválidas.');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-sign-in.png') });
     expect(page.url()).toBe(`${nginx.url}/login`);
   });
 
