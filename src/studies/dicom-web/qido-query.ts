@@ -25,12 +25,16 @@ export interface DateRange {
 /** A text match: `exact` as given, or a LIKE `pattern` (QIDO `*` and `?` translated, the rest escaped). */
 export type TextMatch = { exact: string } | { pattern: string };
 
+/** A match ignoring case and accents: a regular expression (insensitiveRegex). */
+export interface InsensitiveMatch {
+  regex: string;
+}
+
 export interface QidoStudyQuery {
-  /** Folded (lower case, no accents): match it against the folded name. */
-  patientName?: TextMatch;
+  patientName?: InsensitiveMatch;
   patientId?: TextMatch;
   accessionNumber?: TextMatch;
-  studyDescription?: TextMatch;
+  studyDescription?: InsensitiveMatch;
   studyInstanceUids?: string[];
   studyDate?: DateRange;
   modalities?: string[];
@@ -62,32 +66,42 @@ const ATTRIBUTES = new Map<string, Attribute>(Object.entries({
   '00080061': 'ModalitiesInStudy',
 } satisfies Record<string, Attribute>));
 
-/** Lower case without diacritics ("JOÃO" -> "joao"); the SQL side is foldSql. */
-export function fold(text: string): string {
-  return text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase();
-}
+const stripAccents = (text: string) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
 
 /**
- * The Latin letters with diacritics (Latin-1 Supplement and Latin Extended-A) and their bases, as
- * two strings for SQL translate(): what fold() does, without the unaccent extension.
+ * Every spelling of each Latin letter up to case and diacritics (Latin-1 Supplement and Latin
+ * Extended-A): "a" -> "aAàáâãäåÀÁÂÃÄÅāĀăĂąĄ".
  */
-const ACCENT_FROM_TO = ((): [string, string] => {
-  let from = '';
-  let to = '';
-  for (let code = 0xc0; code <= 0x17f; code++) {
-    const char = String.fromCharCode(code);
-    const base = char.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
-    if (base !== char && /^[A-Za-z]$/.test(base)) {
-      from += char;
-      to += base;
-    }
-  }
-  return [from, to];
+const SPELLINGS = ((): Map<string, string> => {
+  const spellings = new Map<string, string>();
+  const add = (char: string) => {
+    const base = stripAccents(char).toLowerCase();
+    if (/^[a-z]$/.test(base)) spellings.set(base, (spellings.get(base) ?? '') + char);
+  };
+  for (let code = 0x41; code <= 0x5a; code++) add(String.fromCharCode(code + 32)), add(String.fromCharCode(code));
+  for (let code = 0xc0; code <= 0x17f; code++) add(String.fromCharCode(code));
+  return spellings;
 })();
 
-/** A SQL expression folding a text column as fold() does. */
-export function foldSql(column: string): string {
-  return `lower(translate(${column}, '${ACCENT_FROM_TO[0]}', '${ACCENT_FROM_TO[1]}'))`;
+/**
+ * A QIDO-RS text match as a PostgreSQL regular expression that ignores case and accents: each
+ * letter becomes the class of its spellings, `*` any run, `?` one character, anchored (a value
+ * without wildcards is an exact match). pg_trgm's indexes answer such an expression (it takes the
+ * trigrams of the classes' combinations), which the same match on an unaccented expression of the
+ * column would not, without an index of its own.
+ */
+export function insensitiveRegex(value: string): string {
+  let regex = '^';
+  for (const char of stripAccents(value)) {
+    const spellings = SPELLINGS.get(char.toLowerCase());
+    if (spellings) regex += `[${spellings}]`;
+    else if (char === '*') regex += '.*';
+    else if (char === '?') regex += '.';
+    else if (/[\\^$.|+()[\]{}]/.test(char)) regex += `\\${char}`;
+    else if (char.toUpperCase().length === 1 && char.toLowerCase() !== char.toUpperCase()) regex += `[${char.toLowerCase()}${char.toUpperCase()}]`;
+    else regex += char;
+  }
+  return `${regex}$`;
 }
 
 export function parseQidoStudyQuery(query: Record<string, unknown> | null | undefined): QidoStudyQuery {
@@ -123,17 +137,14 @@ function readAttribute(result: QidoStudyQuery, attribute: Attribute, value: stri
   // An empty value is universal matching: no condition.
   if (value === '') return;
   switch (attribute) {
-    case 'PatientName': {
-      const match = textMatch(fold(value));
-      if (match) result.patientName = match;
-      return;
-    }
+    case 'PatientName':
+      return void (result.patientName = insensitiveMatch(value));
     case 'PatientID':
       return void (result.patientId = textMatch(value) ?? undefined);
     case 'AccessionNumber':
       return void (result.accessionNumber = textMatch(value) ?? undefined);
     case 'StudyDescription':
-      return void (result.studyDescription = textMatch(fold(value)) ?? undefined);
+      return void (result.studyDescription = insensitiveMatch(value));
     case 'StudyInstanceUID': {
       const uids = [...new Set(value.split(/[,\\]/))];
       if (uids.length > MAX_UIDS) throw new QidoQueryError(`At most ${MAX_UIDS} StudyInstanceUID values are accepted.`);
@@ -167,6 +178,11 @@ function integer(key: string, value: string, min: number, max: number): number {
   const n = Number(value);
   if (n < min || n > max) throw new QidoQueryError(`The ${key} parameter must be between ${min} and ${max}.`);
   return n;
+}
+
+/** A value of only `*` matches everything: no condition. */
+function insensitiveMatch(value: string): InsensitiveMatch | undefined {
+  return /^\*+$/.test(value) ? undefined : { regex: insensitiveRegex(value) };
 }
 
 /** QIDO wildcards: `*` any run, `?` one character; a value of only `*` matches everything (null). */

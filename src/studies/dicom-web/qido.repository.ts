@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { PreparedQueries } from '../../database/prepared-queries';
 import { SqlParams } from '../sql-params';
-import { foldSql, QidoStudyQuery, TextMatch } from './qido-query';
+import { InsensitiveMatch, QidoStudyQuery, TextMatch } from './qido-query';
 
 /** A study as the QIDO-RS search reads it: DICOM-formatted dates, counts from the series. */
 export interface QidoStudyRow {
@@ -45,17 +45,18 @@ export class QidoRepository {
   searchStudies(scope: DataScope, query: QidoStudyQuery): Promise<QidoStudyRow[]> {
     const p = new SqlParams();
     const where = [p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }))];
-    const text = (column: string, match: TextMatch | undefined, folded: boolean) => {
-      if (!match) return;
-      const target = folded ? foldSql(column) : column;
-      where.push('exact' in match ? `${target} = ${p.add(match.exact)}` : `${target} ${folded ? 'LIKE' : 'ILIKE'} ${p.add(match.pattern)}`);
+    const text = (column: string, match: TextMatch | undefined) => {
+      if (match) where.push('exact' in match ? `${column} = ${p.add(match.exact)}` : `${column} ILIKE ${p.add(match.pattern)}`);
     };
-    // Names and descriptions fold case and accents on both sides; ids match as typed, wildcards
-    // case-insensitively.
-    text('s.patient_name', query.patientName, true);
-    text('s.study_description', query.studyDescription, true);
-    text('s.patient_id', query.patientId, false);
-    text('s.accession_number', query.accessionNumber, false);
+    // Names and descriptions ignore case and accents (a regular expression the trigram indexes of
+    // patient_name answer); ids match as typed, their wildcards case-insensitively.
+    const insensitive = (column: string, match: InsensitiveMatch | undefined) => {
+      if (match) where.push(`${column} ~ ${p.add(match.regex)}`);
+    };
+    insensitive('s.patient_name', query.patientName);
+    insensitive('s.study_description', query.studyDescription);
+    text('s.patient_id', query.patientId);
+    text('s.accession_number', query.accessionNumber);
     if (query.studyInstanceUids) where.push(`s.study_instance_uid = ANY(${p.add(query.studyInstanceUids)}::varchar[])`);
     if (query.studyDate?.from) where.push(`s.study_date >= ${p.add(query.studyDate.from)}::date`);
     if (query.studyDate?.to) where.push(`s.study_date <= ${p.add(query.studyDate.to)}::date`);
