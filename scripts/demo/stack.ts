@@ -8,7 +8,8 @@
  *   demo data            a clinic, a unit, a device (AE title DEMO_CT at 127.0.0.1), a doctor, and
  *                        a few generated studies sent through the device with storescu
  *
- * Everything it keeps lives in .local/ (git-ignored): the secrets it generated on the first run,
+ * Everything it keeps lives in .local/ (git-ignored): the service's secrets (.local/secrets.json,
+ * the file the API itself keeps outside production), the demo's passwords (.local/demo.json),
  * Orthanc's storage, logs. A second run reuses them (and the database), so it is quick and creates
  * nothing twice. Ctrl-C stops every process it started.
  */
@@ -34,28 +35,47 @@ const ORTHANC_USER = 'pacs';
 const DOCTOR_EMAIL = 'doctor@demo.local';
 const ADMIN_EMAIL = 'admin@demo.local';
 
-interface Secrets {
+/** The service's own secrets: the file the API keeps when it generates them outside production. */
+interface ServiceSecrets {
   JWT_SECRET: string;
   WEBHOOK_SECRET: string;
+}
+
+/** The demo's accounts and Orthanc's password. */
+interface DemoSecrets {
   ORTHANC_PASSWORD: string;
   ADMIN_PASSWORD: string;
   DOCTOR_PASSWORD: string;
 }
 
-/** Generated once, then read back: the same accounts and tokens work across runs. */
-function secrets(): Secrets {
-  const file = path.join(DATA, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Secrets;
-  const token = (bytes: number) => randomBytes(bytes).toString('base64url');
-  const created: Secrets = {
-    JWT_SECRET: token(48),
-    WEBHOOK_SECRET: token(32),
-    ORTHANC_PASSWORD: token(24),
-    ADMIN_PASSWORD: token(12),
-    DOCTOR_PASSWORD: `demo-${token(6)}`,
-  };
+type Secrets = ServiceSecrets & DemoSecrets;
+
+const token = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+/** Read from `file`, or generated once and kept there (0600): the same secrets on every run. */
+function kept<T extends object>(file: string, generate: () => T, valid: (value: Partial<T>) => boolean): T {
+  if (existsSync(file)) {
+    const value = JSON.parse(readFileSync(file, 'utf8')) as Partial<T>;
+    if (!valid(value)) throw new Error(`${path.relative(ROOT, file)} is not what the demo expects: delete it to start afresh`);
+    return value as T;
+  }
+  const created = generate();
   writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
   return created;
+}
+
+function secrets(): Secrets {
+  const service = kept<ServiceSecrets>(
+    path.join(DATA, 'secrets.json'),
+    () => ({ JWT_SECRET: token(48), WEBHOOK_SECRET: token(32) }),
+    (s) => (s.JWT_SECRET?.length ?? 0) >= 32 && (s.WEBHOOK_SECRET?.length ?? 0) >= 16,
+  );
+  const demo = kept<DemoSecrets>(
+    path.join(DATA, 'demo.json'),
+    () => ({ ORTHANC_PASSWORD: token(24), ADMIN_PASSWORD: token(12), DOCTOR_PASSWORD: `demo-${token(6)}` }),
+    (s) => Boolean(s.ORTHANC_PASSWORD && s.ADMIN_PASSWORD && s.DOCTOR_PASSWORD),
+  );
+  return { ...service, ...demo };
 }
 
 const children: Array<{ name: string; child: ChildProcess }> = [];

@@ -35,10 +35,6 @@ export class EnvironmentVariables {
   @Max(65535)
   PORT = 3000;
 
-  /** The address the API listens on: every interface, or e.g. 127.0.0.1 behind a local proxy. */
-  @Matches(/^(?:[0-9.]+|[0-9A-Fa-f:]+|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)$/, { message: 'HOST must be an address or a host name' })
-  HOST = '0.0.0.0';
-
   @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
   DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/pacs';
 
