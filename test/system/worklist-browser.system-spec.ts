@@ -180,6 +180,7 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-search.png') });
   });
 
+  // Needs the validator to accept the session (issue 15, item 2): until then its WADO-RS requests get 401.
   it('opens a study of the list and renders its pixels', async () => {
     const uid = ours[0].study.studyInstanceUid;
     // A double click on a row launches the default workflow (the basic viewer).
@@ -208,7 +209,8 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     expect(checks.length).toBeGreaterThan(0);
     expect(checks.map((r) => [r.status, r.body])).toEqual(checks.map(() => [200, []]));
     expect(naming.filter((r) => !checks.includes(r) && r.status === 200)).toEqual([]);
-    // Asked for directly with the session, the image server's answers are refused by the validation.
+    // Asked for directly with the session, the image server's answers are refused by the validation
+    // (a session outside its scope: 403; needs the validator to accept the session, issue 15 item 2).
     const direct = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies/${studyUid}/series`)).status, uid);
     expect(direct).toBe(403);
     const listed = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies?StudyInstanceUID=${studyUid}`)).json(), uid);
