@@ -1,18 +1,27 @@
 /**
  * OHIF viewer configuration for the archive: one DICOMweb data source, the proxied /dicom-web/ of
- * the same origin (nginx checks the viewer token with the API before forwarding to the image
- * server, and adds the image server's credentials itself).
+ * the same origin (nginx checks each request with the API before forwarding to the image server,
+ * and adds the image server's credentials itself). Two ways in:
  *
- * Open a study with:  /viewer?StudyInstanceUIDs=<study instance uid>&token=<viewer token>
- * OHIF 3 takes the `token` URL parameter, removes it from the address bar and sends it as
- * `Authorization: Bearer <token>` on every DICOMweb request (metadata, frames, thumbnails); nginx
- * hands that value to GET /api/viewer/token/validate as X-Viewer-Token.
+ * - The doctors' worklist: sign in at /login (the pacs_access_token cookie); / is OHIF's study
+ *   list. The browser sends the cookie with every DICOMweb request: nginx sends the study search
+ *   (/dicom-web/studies) to the API, which answers it from its index within the user's scope, and
+ *   every other request through the validation to the image server. A "Sign out" button is added
+ *   to the page, and a 401 (the session ended) goes back to /login.
+ *
+ * - One study for another front end:  /viewer?StudyInstanceUIDs=<study instance uid>&token=<viewer token>
+ *   OHIF 3 takes the `token` URL parameter, removes it from the address bar and sends it as
+ *   `Authorization: Bearer <token>` on every DICOMweb request (metadata, frames, thumbnails); nginx
+ *   hands that value to GET /api/viewer/token/validate as X-Viewer-Token. No study list then.
  *
  * Installed into viewer/dist by viewer/install.js.
  */
 /** @type {AppTypes.Config} */
 (function () {
   var dicomWeb = window.location.origin + '/dicom-web';
+  // Read before OHIF removes the token from the address bar.
+  var withViewerToken = new URLSearchParams(window.location.search).has('token');
+  if (!withViewerToken) addSignOut();
 
   window.config = {
     name: 'pacs-archive',
@@ -20,8 +29,8 @@
     extensions: [],
     modes: [],
     customizationService: {},
-    // A viewer token opens one study: there is no study list to browse.
-    showStudyList: false,
+    // A viewer token opens one study: there is no study list to browse then.
+    showStudyList: !withViewerToken,
     investigationalUseDialog: { option: 'never' },
     maxNumberOfWebWorkers: 2,
     showWarningMessageForCrossOrigin: false,
@@ -30,6 +39,13 @@
     strictZSpacingForVolumeViewport: true,
     maxNumRequests: { interaction: 100, thumbnail: 5, prefetch: 10 },
     showErrorDetails: 'production',
+    httpErrorHandler: function (error) {
+      // A refusal whose cause is the session itself (expired, signed out elsewhere): sign in again.
+      if (withViewerToken || !error || error.status !== 401) return;
+      fetch('/api/me', { credentials: 'same-origin' }).then(function (response) {
+        if (response.status === 401) window.location.assign('/login');
+      });
+    },
     defaultDataSourceName: 'pacs',
     dataSources: [
       {
@@ -48,7 +64,8 @@
           thumbnailRendering: 'wadors',
           enableStudyLazyLoad: true,
           supportsFuzzyMatching: false,
-          supportsWildcard: false,
+          // The search boxes find fragments: "silva" is sent as *silva* (the API's QIDO-RS matching).
+          supportsWildcard: true,
           staticWado: false,
           singlepart: 'bulkdata,video',
           bulkDataURI: { enabled: true, relativeResolution: 'studies' },
@@ -57,4 +74,28 @@
       },
     ],
   };
+
+  /** A small "Sign out" button over the page: POST /api/logout, then the sign-in page. */
+  function addSignOut() {
+    function add() {
+      var button = document.createElement('button');
+      button.type = 'button';
+      button.id = 'pacs-sign-out';
+      button.textContent = 'Sign out';
+      button.title = 'Sign out of the archive';
+      button.style.cssText =
+        'position:fixed;right:12px;bottom:12px;z-index:10000;padding:6px 12px;border:1px solid #3a3f99;' +
+        'border-radius:4px;background:#041c4a;color:#5acce6;font:14px system-ui,sans-serif;cursor:pointer;opacity:0.9';
+      button.addEventListener('click', function () {
+        button.disabled = true;
+        fetch('/api/logout', { method: 'POST', credentials: 'same-origin' }).then(
+          function () { window.location.replace('/login'); },
+          function () { window.location.replace('/login'); }
+        );
+      });
+      document.body.appendChild(button);
+    }
+    if (document.body) add();
+    else document.addEventListener('DOMContentLoaded', add);
+  }
 })();

@@ -5,7 +5,8 @@
  *
  * The package is fetched with `npm pack` (the registry tarball alone: none of its ~2,000 build
  * dependencies are needed to serve a built site) and checked against the pinned integrity.
- * Idempotent: a matching viewer/dist is kept and only app-config.js is refreshed.
+ * Idempotent: a matching viewer/dist is kept and only this project's files are refreshed:
+ * app-config.js and the sign-in page (viewer/login, served at /login).
  *
  *   node viewer/install.js            install or refresh
  *   node viewer/install.js --check    exit 1 unless the pinned version is installed
@@ -36,6 +37,8 @@ function installed() {
 
 function copyConfig() {
   fs.copyFileSync(path.join(here, 'app-config.js'), path.join(target, 'app-config.js'));
+  fs.rmSync(path.join(target, 'login'), { recursive: true, force: true });
+  fs.cpSync(path.join(here, 'login'), path.join(target, 'login'), { recursive: true });
 }
 
 function install() {

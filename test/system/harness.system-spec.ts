@@ -25,6 +25,9 @@ interface RecordedRequest {
 }
 
 /** Stands in for the API: records every request, answers the webhook and the token validation. */
+/** A viewer token the fake API accepts (viewer tokens are UUIDs: the proxy routes on that shape). */
+const GOOD = '00000000-0000-4000-8000-00000000600d';
+
 function startFakeApi(port: number): Promise<{ server: http.Server; requests: RecordedRequest[] }> {
   const requests: RecordedRequest[] = [];
   const server = http.createServer((req, res) => {
@@ -45,7 +48,7 @@ function startFakeApi(port: number): Promise<{ server: http.Server; requests: Re
       };
       if (recorded.url === '/api/imgsrv/webhook') return json(200, { status: 'queued' });
       if (recorded.url.startsWith('/api/viewer/token/validate')) {
-        return req.headers['x-viewer-token'] === 'good'
+        return req.headers['x-viewer-token'] === GOOD
           ? json(200, { ok: true })
           : json(401, { error: 'Invalid or expired token' });
       }
@@ -231,7 +234,7 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
     // Orthanc itself refuses anonymous requests: nginx must add the credentials.
     expect((await fetch(`${orthanc.url}/dicom-web/studies`)).status).toBe(401);
 
-    const granted = await fetch(`${nginx.url}/dicom-web/studies?limit=10`, { headers: { 'X-Viewer-Token': 'good' } });
+    const granted = await fetch(`${nginx.url}/dicom-web/studies?limit=10`, { headers: { 'X-Viewer-Token': GOOD } });
     expect(granted.status).toBe(200);
     const studies = (await granted.json()) as Array<Record<string, { Value?: unknown[] }>>;
     expect(studies.map((s) => s['0020000D'].Value?.[0])).toContain(study.studyInstanceUid);
@@ -241,15 +244,22 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
     expect(validation.method).toBe('GET');
     expect(validation.url).toBe('/api/viewer/token/validate');
     expect(validation.headers['x-original-uri']).toBe('/dicom-web/studies?limit=10');
-    expect(validation.headers['x-viewer-token']).toBe('good');
+    expect(validation.headers['x-viewer-token']).toBe(GOOD);
     expect(validation.body).toBe('');
 
-    expect((await fetch(`${nginx.url}/dicom-web/studies`)).status).toBe(401);
-    expect((await fetch(`${nginx.url}/dicom-web/studies`, { headers: { 'X-Viewer-Token': 'bad' } })).status).toBe(401);
+    const series = `${nginx.url}/dicom-web/studies/${study.studyInstanceUid}/series`;
+    expect((await fetch(series)).status).toBe(401);
+    expect((await fetch(series, { headers: { 'X-Viewer-Token': 'bad' } })).status).toBe(401);
+    const unknownToken = GOOD.replace(/d$/, 'e');
+    expect((await fetch(`${nginx.url}/dicom-web/studies`, { headers: { 'X-Viewer-Token': unknownToken } })).status).toBe(401);
+
+    // Without a viewer token, the study search is the worklist's: the API's QIDO-RS endpoint.
+    const search = (await (await fetch(`${nginx.url}/dicom-web/studies?PatientName=*doe*&limit=5`)).json()) as { echo: { url: string } };
+    expect(search.echo.url).toBe('/api/dicom-web/studies?PatientName=*doe*&limit=5');
   });
 
   it('serves large WADO-RS answers and writes BulkDataURIs for the proxy origin', async () => {
-    const headers = { 'X-Viewer-Token': 'good' };
+    const headers = { 'X-Viewer-Token': GOOD };
     const base = `${nginx!.url}/dicom-web/studies/${study.studyInstanceUid}/series/${study.seriesUids[0]}`;
 
     const retrieve = await fetch(base, { headers: { ...headers, Accept: 'multipart/related; type="application/dicom"' } });
@@ -267,7 +277,7 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
   });
 
   it('refuses path tricks, writes and unknown paths at the proxy', async () => {
-    const headers = { 'X-Viewer-Token': 'good' };
+    const headers = { 'X-Viewer-Token': GOOD };
     const other = study.studyInstanceUid;
     for (const trick of [
       `/dicom-web/studies/1.2.3/../${other}/series`,

@@ -5,39 +5,25 @@
  * over DICOMweb, each request checked by the API's validator. Another tenant's study and an expired
  * token show no image, and nginx logs the 403 / 401.
  */
-import { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { existsSync, promises as fs } from 'fs';
-import { AddressInfo } from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { Browser, chromium, Page } from 'playwright-core';
+import { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
-import { WorkerModule } from '../../src/app.module';
-import { APP_CONFIG } from '../../src/config/config.module';
 import { viewerTokenKey } from '../../src/viewer/viewer.service';
-import { createTestApp, TestApp } from '../support/app';
+import { TestApp } from '../support/app';
+import { skipTour, viewportImage, waitFor } from '../support/browser';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
 import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
-import { NginxInstance, startNginx, VIEWER_ROOT } from '../support/nginx';
-import { delay, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { NginxInstance } from '../support/nginx';
+import { delay, OrthancInstance } from '../support/orthanc';
 import { ROOT } from '../support/processes';
+import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);
 
-export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 const README_SCREENSHOT = path.join(ROOT, 'docs', 'viewer.png');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 interface Site {
   aet: string;
@@ -47,19 +33,12 @@ interface Site {
   studyId: string;
 }
 
-/** What the viewport's canvas holds, read from its pixels (not a page screenshot: no overlays). */
-interface CanvasImage {
-  png: Buffer;
-  width: number;
-  height: number;
-}
-
 describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the worker', () => {
   let workDir: string;
   let orthanc: OrthancInstance;
   let nginx: NginxInstance;
   let t: TestApp;
-  let worker: INestApplicationContext;
+  let stack: BrowserStack;
   let browser: Browser;
   let ours: Site;
   let theirs: Site;
@@ -147,67 +126,12 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
     return { page, dicomWeb };
   }
 
-  /** The first viewport canvas with a non-blank image, polled; null when none shows up in time. */
-  async function viewportImage(page: Page, timeoutMs: number): Promise<CanvasImage | null> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const dataUrls: string[] = await page.evaluate(() =>
-        Array.from(document.querySelectorAll('canvas.cornerstone-canvas'))
-          .map((canvas) => (canvas as HTMLCanvasElement).toDataURL('image/png'))
-          .filter((url) => url.startsWith('data:image/png')),
-      );
-      for (const url of dataUrls) {
-        const png = Buffer.from(url.slice(url.indexOf(',') + 1), 'base64');
-        const { width, height } = await sharp(png).metadata();
-        const stats = await sharp(png).removeAlpha().stats();
-        if (width && height && stats.channels[0].max - stats.channels[0].min > 100) return { png, width, height };
-      }
-      await delay(500);
-    }
-    return null;
-  }
-
   beforeAll(async () => {
-    if (!existsSync(path.join(VIEWER_ROOT, 'index.html'))) {
-      throw new Error(`the OHIF viewer is not installed in ${VIEWER_ROOT}: run \`node viewer/install.js\``);
-    }
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-browser-'));
     await fs.mkdir(ARTIFACTS, { recursive: true });
 
-    const [apiPort, orthancHttp, orthancDicom] = await Promise.all([getFreePort(), getFreePort(), getFreePort()]);
-    const env = {
-      QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_browser`,
-      IMGSRV_URL: `http://127.0.0.1:${orthancHttp}`,
-      IMGSRV_USERNAME: 'svc',
-      IMGSRV_PASSWORD: 'svc-browser-password',
-      RECONCILE_INTERVAL: '0',
-      TRUST_PROXY: '127.0.0.1',
-    };
-    t = await createTestApp(env);
-    await t.app.listen(apiPort, '127.0.0.1');
-    // The worker process's module, in this process (it registers no passport strategy).
-    const workerRef = await Test.createTestingModule({ imports: [WorkerModule] })
-      .overrideProvider(APP_CONFIG)
-      .useValue(t.config)
-      .compile();
-    worker = await workerRef.init();
-    orthanc = await startOrthanc({
-      username: env.IMGSRV_USERNAME,
-      password: env.IMGSRV_PASSWORD,
-      httpPort: orthancHttp,
-      dicomPort: orthancDicom,
-      stableAge: 2,
-      webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
-      webhookSecret: t.config.WEBHOOK_SECRET,
-    });
-    nginx = await startNginx({
-      apiPort: (t.app.getHttpServer().address() as AddressInfo).port,
-      orthancPort: orthanc.httpPort,
-      orthancUser: orthanc.username,
-      orthancPassword: orthanc.password,
-    });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    stack = await startBrowserStack('browser');
+    ({ t, orthanc, nginx, browser } = stack);
 
     const superAdmin = await createSuperAdminUser(t.db, t.http);
     [ours, theirs] = [await site('OURS', superAdmin.token), await site('THEIRS', superAdmin.token)];
@@ -217,11 +141,7 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   });
 
   afterAll(async () => {
-    await browser?.close();
-    await nginx?.stop();
-    await worker?.close();
-    await t?.close();
-    await orthanc?.destroy();
+    await stack?.close();
     if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   });
 
@@ -414,20 +334,3 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
     });
   });
 });
-
-/** OHIF's first-visit tour covers the viewport: dismissed for the screenshot. */
-async function skipTour(page: Page): Promise<void> {
-  const skip = page.getByText('Skip all', { exact: true });
-  if (await skip.isVisible().catch(() => false)) {
-    await skip.click();
-    await page.waitForTimeout(300);
-  }
-}
-
-async function waitFor(probe: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await delay(200);
-  }
-}

@@ -1,0 +1,80 @@
+/**
+ * The whole local stack for the browser tests, in this process where it can be: the API (listening
+ * on a port), the queue worker's module, a real Orthanc with the shipped configuration whose webhook
+ * reaches the API, the shipped nginx with the viewer, and Debian's chromium.
+ */
+import { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { existsSync } from 'fs';
+import { AddressInfo } from 'net';
+import * as path from 'path';
+import { Browser, chromium } from 'playwright-core';
+import { WorkerModule } from '../../src/app.module';
+import { APP_CONFIG } from '../../src/config/config.module';
+import { createTestApp, TestApp } from './app';
+import { CHROMIUM, CHROMIUM_ARGS } from './browser';
+import { NginxInstance, startNginx, VIEWER_ROOT } from './nginx';
+import { getFreePort, OrthancInstance, startOrthanc } from './orthanc';
+
+export interface BrowserStack {
+  t: TestApp;
+  orthanc: OrthancInstance;
+  nginx: NginxInstance;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+/** `name` keeps the run's Redis prefix apart from other test files'. */
+export async function startBrowserStack(name: string): Promise<BrowserStack> {
+  if (!existsSync(path.join(VIEWER_ROOT, 'index.html'))) {
+    throw new Error(`the OHIF viewer is not installed in ${VIEWER_ROOT}: run \`node viewer/install.js\``);
+  }
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+
+  const [apiPort, orthancHttp, orthancDicom] = await Promise.all([getFreePort(), getFreePort(), getFreePort()]);
+  const env = {
+    QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_${name}`,
+    IMGSRV_URL: `http://127.0.0.1:${orthancHttp}`,
+    IMGSRV_USERNAME: 'svc',
+    IMGSRV_PASSWORD: `svc-${name}-password`,
+    RECONCILE_INTERVAL: '0',
+    TRUST_PROXY: '127.0.0.1',
+  };
+  const t = await createTestApp(env);
+  await t.app.listen(apiPort, '127.0.0.1');
+  // The worker process's module, in this process (it registers no passport strategy).
+  const workerRef = await Test.createTestingModule({ imports: [WorkerModule] })
+    .overrideProvider(APP_CONFIG)
+    .useValue(t.config)
+    .compile();
+  const worker: INestApplicationContext = await workerRef.init();
+  const orthanc = await startOrthanc({
+    username: env.IMGSRV_USERNAME,
+    password: env.IMGSRV_PASSWORD,
+    httpPort: orthancHttp,
+    dicomPort: orthancDicom,
+    stableAge: 2,
+    webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
+    webhookSecret: t.config.WEBHOOK_SECRET,
+  });
+  const nginx = await startNginx({
+    apiPort: (t.app.getHttpServer().address() as AddressInfo).port,
+    orthancPort: orthanc.httpPort,
+    orthancUser: orthanc.username,
+    orthancPassword: orthanc.password,
+  });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  return {
+    t,
+    orthanc,
+    nginx,
+    browser,
+    close: async () => {
+      await browser.close();
+      await nginx.stop();
+      await worker.close();
+      await t.close();
+      await orthanc.destroy();
+    },
+  };
+}

@@ -1,0 +1,233 @@
+/**
+ * The doctors' worklist in a real browser, through the shipped nginx, a real Orthanc, the API and
+ * the worker: a doctor signs in at /login, OHIF's study list (the home page) shows exactly their
+ * unit's studies, a name search narrows it, a study opens with its pixels; another unit's study is
+ * neither listed nor opened by its URL; after sign-out the list is refused.
+ *
+ * Opening a study with the session (its WADO-RS requests) needs the validator to accept the session
+ * (decisions.md section 3b, "Validation with a session"): those expectations follow that contract.
+ */
+import { existsSync, promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Browser, BrowserContext, Page } from 'playwright-core';
+import { TestApp } from '../support/app';
+import { skipTour, viewportImage, waitFor } from '../support/browser';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD, UserRow } from '../support/factories';
+import { NginxInstance } from '../support/nginx';
+import { delay } from '../support/orthanc';
+import { ROOT } from '../support/processes';
+import { BrowserStack, startBrowserStack } from '../support/stack';
+
+jest.setTimeout(240_000);
+
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+const README_SCREENSHOT = path.join(ROOT, 'docs', 'worklist.png');
+
+interface Sent {
+  study: WrittenStudy;
+  /** As OHIF's list shows a PN: "FAMILY, GIVEN". */
+  shown: string;
+  instances: number;
+}
+
+interface DicomWebResponse {
+  url: string;
+  status: number;
+  body?: unknown;
+}
+
+describe("The doctors' worklist in a browser: sign in, list, search, open, sign out", () => {
+  let workDir: string;
+  let stack: BrowserStack;
+  let t: TestApp;
+  let nginx: NginxInstance;
+  let browser: Browser;
+  let doctor: UserRow;
+  let ours: Sent[];
+  let theirs: Sent;
+  let context: BrowserContext;
+  let page: Page;
+  const dicomWeb: DicomWebResponse[] = [];
+
+  async function device(superToken: string, tenantId: string, unitId: string, name: string): Promise<string> {
+    const aet = `${name}_${Math.random().toString(36).slice(2, 8)}`.toUpperCase();
+    const res = await t.http.post('/api/admin/modalities', {
+      token: superToken,
+      body: { tenant_id: tenantId, unit_id: unitId, name: `CT ${name} ${aet}`, aet, ip_address: '127.0.0.1' },
+    });
+    expect(res.status).toBe(201);
+    return aet;
+  }
+
+  async function sendStudy(aet: string, name: string, patientName: string, shown: string, studyDate: string, description: string, modality = 'CT'): Promise<Sent> {
+    const study = await writeStudy(path.join(workDir, name), {
+      patientId: `WL-${name}`,
+      patientName,
+      studyDate,
+      studyDescription: description,
+      series: [{ modality, seriesNumber: 1, manufacturer: 'ACME', instances: 2, rows: 256, columns: 256 }],
+    });
+    await sendWithStorescu(study.files, { aet, port: stack.orthanc.dicomPort });
+    return { study, shown, instances: 2 };
+  }
+
+  /** Until the index holds the study with all its instances (the search's instance count). */
+  async function waitUntilIndexed(sent: Sent, superToken: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const res = await t.http.get(`/api/dicom-web/studies?StudyInstanceUID=${sent.study.studyInstanceUid}`, { token: superToken });
+      const [found] = JSON.parse(res.raw.toString() || '[]') as Array<Record<string, { Value?: number[] }>>;
+      if (found?.['00201208']?.Value?.[0] === sent.instances) return;
+      if (Date.now() > deadline) throw new Error(`study ${sent.study.studyInstanceUid} not indexed within 60 s`);
+      await delay(250);
+    }
+  }
+
+  const listedUids = (response: DicomWebResponse | undefined): string[] =>
+    ((response?.body ?? []) as Array<Record<string, { Value: string[] }>>).map((s) => s['0020000D'].Value[0]);
+  /** The study-list searches the page made (not the viewer's check of one study). */
+  const searches = () => dicomWeb.filter((r) => /\/dicom-web\/studies\?/.test(r.url) && !/StudyInstanceUID=/.test(r.url));
+
+  beforeAll(async () => {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-worklist-'));
+    await fs.mkdir(ARTIFACTS, { recursive: true });
+    stack = await startBrowserStack('worklist');
+    ({ t, nginx, browser } = stack);
+
+    const superToken = (await createSuperAdminUser(t.db, t.http)).token;
+    const tenant = await createTenant(t.db, { name: `Clinic worklist ${Date.now()}` });
+    const unit = await createUnit(t.db, tenant.id);
+    const otherUnit = await createUnit(t.db, tenant.id);
+    doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, name: 'Dr. Worklist' });
+    const [aet, otherAet] = [await device(superToken, tenant.id, unit.id, 'OURS'), await device(superToken, tenant.id, otherUnit.id, 'THEIRS')];
+    ours = [
+      await sendStudy(aet, 'A1', 'SILVA^JOÃO', 'SILVA, JOÃO', '20240310', 'CT head without contrast'),
+      await sendStudy(aet, 'A2', 'SOUZA^MARIA', 'SOUZA, MARIA', '20240105', 'MR knee right', 'MR'),
+    ];
+    theirs = await sendStudy(otherAet, 'B1', 'PEREIRA^ANA', 'PEREIRA, ANA', '20240201', 'CT chest low dose');
+    for (const sent of [...ours, theirs]) await waitUntilIndexed(sent, superToken);
+
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('response', async (response) => {
+      if (!response.url().includes('/dicom-web/')) return;
+      const entry: DicomWebResponse = { url: response.url(), status: response.status() };
+      dicomWeb.push(entry);
+      if (/\/dicom-web\/studies\?/.test(response.url()) && response.status() === 200) {
+        entry.body = await response.json().catch(() => undefined);
+      }
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await stack?.close();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  it('sends a visitor without a session from / to the sign-in page', async () => {
+    await page.goto(`${nginx.url}/`);
+    await page.waitForURL(`${nginx.url}/login`);
+    await page.locator('#email').waitFor();
+  });
+
+  it("shows the API's message for a wrong password", async () => {
+    await page.fill('#email', doctor.email);
+    await page.fill('#password', 'not-the-password');
+    await page.click('#submit');
+    await page.locator('#error').waitFor({ state: 'visible' });
+    expect(await page.textContent('#error')).toBe('Credenciais inválidas.');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-sign-in.png') });
+    expect(page.url()).toBe(`${nginx.url}/login`);
+  });
+
+  it("signs the doctor in and shows exactly their unit's studies, newest first", async () => {
+    await page.fill('#password', TEST_PASSWORD);
+    await page.click('#submit');
+    await page.waitForURL(`${nginx.url}/`);
+    for (const sent of ours) await page.getByText(sent.shown).first().waitFor({ timeout: 30_000 });
+    await skipTour(page);
+    expect(await page.getByText(theirs.shown).count()).toBe(0);
+
+    const [search] = searches();
+    expect(search.status).toBe(200);
+    expect(listedUids(search)).toEqual(ours.map((s) => s.study.studyInstanceUid));
+
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist.png') });
+    // The README's picture is refreshed on request only, so that test runs leave the tree clean.
+    if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(README_SCREENSHOT)) {
+      await fs.copyFile(path.join(ARTIFACTS, 'worklist.png'), README_SCREENSHOT);
+    }
+  });
+
+  it('narrows the list with a name search (a fragment, in lower case)', async () => {
+    const before = searches().length;
+    // The filter row's first box is the patient name's (the date boxes have ids, the modality one a label).
+    const input = page.locator('table input:not([id]):not([aria-label])').first();
+    // OHIF also filters the answer itself, on the name as shown and accent-sensitively: a fragment
+    // without accents ("joao" for JOÃO) is found by the API (see the e2e tests) and then hidden by
+    // OHIF's own filter, so the search typed here is one that both agree on.
+    await input.fill('silva');
+    await waitFor(() => searches().length > before && searches()[searches().length - 1].body !== undefined, 20_000);
+    const last = searches()[searches().length - 1];
+    expect(decodeURIComponent(last.url)).toContain('PatientName=*silva*');
+    expect(listedUids(last)).toEqual([ours[0].study.studyInstanceUid]);
+    await page.getByText(ours[1].shown).waitFor({ state: 'detached', timeout: 10_000 });
+    await page.getByText(ours[0].shown).first().waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-search.png') });
+  });
+
+  // Needs the validator to accept the session (issue 15, item 2): until then its WADO-RS requests get 401.
+  it('opens a study of the list and renders its pixels', async () => {
+    const uid = ours[0].study.studyInstanceUid;
+    // A double click on a row launches the default workflow (the basic viewer).
+    await page.locator('tr', { hasText: ours[0].shown }).dblclick();
+    await page.waitForURL(/\/viewer\?/);
+    expect(page.url()).toContain(uid);
+    const image = await viewportImage(page, 60_000);
+    await skipTour(page);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-viewer.png') });
+    expect(image).not.toBeNull();
+    const ofStudy = dicomWeb.filter((r) => r.url.includes(uid));
+    expect(ofStudy.filter((r) => r.status !== 200)).toEqual([]);
+    expect(ofStudy.some((r) => /\/frames\/|\/rendered|\/bulkdata|\/metadata/.test(r.url))).toBe(true);
+  });
+
+  it("neither lists nor opens another unit's study by its URL", async () => {
+    const uid = theirs.study.studyInstanceUid;
+    const from = dicomWeb.length;
+    await page.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${uid}`);
+    // OHIF first asks the study search for the study: the answer is empty, so "not found".
+    await waitFor(() => dicomWeb.slice(from).some((r) => r.url.includes(uid)), 30_000);
+    expect(await viewportImage(page, 5_000)).toBeNull();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-other-unit.png') });
+    const naming = dicomWeb.slice(from).filter((r) => r.url.includes(uid));
+    const checks = naming.filter((r) => /\/dicom-web\/studies\?/.test(r.url));
+    expect(checks.length).toBeGreaterThan(0);
+    expect(checks.map((r) => [r.status, r.body])).toEqual(checks.map(() => [200, []]));
+    expect(naming.filter((r) => !checks.includes(r) && r.status === 200)).toEqual([]);
+    // Asked for directly with the session, the image server's answers are refused by the validation
+    // (a session outside its scope: 403; needs the validator to accept the session, issue 15 item 2).
+    const direct = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies/${studyUid}/series`)).status, uid);
+    expect(direct).toBe(403);
+    const listed = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies?StudyInstanceUID=${studyUid}`)).json(), uid);
+    expect(listed).toEqual([]);
+  });
+
+  it('signs out: the list is refused and / leads to the sign-in page again', async () => {
+    await page.goto(`${nginx.url}/`);
+    await page.getByText(ours[0].shown).first().waitFor({ timeout: 30_000 });
+    await page.click('#pacs-sign-out');
+    await page.waitForURL(`${nginx.url}/login`);
+    const refused = await page.evaluate(async () => {
+      const response = await fetch('/dicom-web/studies');
+      return { status: response.status, body: await response.json() };
+    });
+    expect(refused).toEqual({ status: 401, body: { message: 'Unauthenticated.' } });
+    await page.goto(`${nginx.url}/`);
+    await page.waitForURL(`${nginx.url}/login`);
+  });
+});
