@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ListTotals } from './list-totals';
+import { ListModule } from '../database/list';
 import { SeriesController } from './series.controller';
 import { StudiesController } from './studies.controller';
 import { StudiesRepository } from './studies.repository';
@@ -7,8 +7,9 @@ import { StudiesService } from './studies.service';
 import { StudyImagesService } from './study-images.service';
 
 @Module({
+  imports: [ListModule],
   controllers: [StudiesController, SeriesController],
-  providers: [StudiesRepository, StudiesService, StudyImagesService, ListTotals],
-  exports: [StudiesRepository, StudiesService, ListTotals],
+  providers: [StudiesRepository, StudiesService, StudyImagesService],
+  exports: [StudiesRepository, StudiesService],
 })
 export class StudiesModule {}

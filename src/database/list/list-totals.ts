@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { SqlParams } from './sql-params';
 
 /** The last known sizes of a search: enough to choose its page's plan before knowing the version. */
