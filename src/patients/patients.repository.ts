@@ -10,6 +10,8 @@ import {
   listSearchSql,
   ListTotals,
   PreparedQueries,
+  searchIndexedSql,
+  SearchPlan,
   searchPlan,
   SqlParams,
 } from '../database/list';
@@ -39,7 +41,7 @@ const PATIENTS_LIST: ListSpec = {
   unindexedOrder: "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC",
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
-  search: ['p.patient_name', 'p.patient_id'],
+  searchText: 'p.search_text',
 };
 
 type ListRow = Patient & { _total: string | null };
@@ -71,10 +73,10 @@ export class PatientsRepository {
     return qb;
   }
 
-  /** The list conditions as SQL with positional parameters (opaqueSearch: see listSearchSql). */
-  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, opaqueSearch = false): string {
+  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
+  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, plan: SearchPlan = 'index'): string {
     const parts = [listScopeSql(PATIENTS_LIST, scope, p)];
-    if (search) parts.push(listSearchSql(PATIENTS_LIST, search, p, opaqueSearch));
+    if (search) parts.push(listSearchSql(PATIENTS_LIST, search, p, plan));
     return parts.join(' AND ');
   }
 
@@ -104,14 +106,15 @@ export class PatientsRepository {
     const p = new SqlParams();
     const counters = this.totals.patients(scope, p);
     // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
-    const [meta]: Array<{ version: string; tenant: string }> = await this.prepared.query(
-      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant`,
+    const indexed = search ? searchIndexedSql(search, p) : 'false';
+    const [meta]: Array<{ version: string; tenant: string; indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${indexed} AS indexed`,
       p.values,
     );
     const key = JSON.stringify(['patients', scope, search ?? null]);
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, search, q);
+      const where = this.conditions(scope, search, q, meta.indexed ? 'index' : 'walk');
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.patients(scope, q).version} AS version FROM patients p WHERE ${where}`,
         q.values,
@@ -119,10 +122,10 @@ export class PatientsRepository {
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit, search) : 'walk';
+    const plan = search ? searchPlan(total, Number(meta.tenant), offset, limit, meta.indexed) : 'walk';
     const q = new SqlParams();
-    const where = this.conditions(scope, search, q, plan === 'walk');
-    const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const where = this.conditions(scope, search, q, plan);
+    const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
     return { rows: rows.map(toPatientRow), total };
   }
 

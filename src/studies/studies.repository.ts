@@ -10,6 +10,8 @@ import {
   listSearchSql,
   ListTotals,
   PreparedQueries,
+  searchIndexedSql,
+  SearchPlan,
   searchPlan,
   SqlParams,
 } from '../database/list';
@@ -71,7 +73,7 @@ export const STUDIES_LIST: ListSpec = {
   // The same order through an expression (date + 0 is the date) that no index provides.
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
-  search: ['s.patient_name', 's.patient_id', 's.accession_number'],
+  searchText: 's.search_text',
 };
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
@@ -81,7 +83,6 @@ type ListRow = Study & { _total: string | null };
 interface SearchMeta {
   _version: string;
   _scope: string;
-  _tenant: string;
 }
 type SearchRow = Study & SearchMeta;
 
@@ -95,7 +96,7 @@ const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
  * initial migration: (tenant_id | unit_id | patient_uuid, study_date DESC, created_at DESC, id DESC)
- * for scope + order, pg_trgm GIN indexes for the ILIKE search.
+ * for scope + order, the search index of the SearchWords migration for a search.
  */
 @Injectable()
 export class StudiesRepository {
@@ -110,12 +111,12 @@ export class StudiesRepository {
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  /** The list conditions as SQL with positional parameters (opaqueSearch: see listSearchSql). */
-  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, opaqueSearch = false): string {
+  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
+  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, plan: SearchPlan = 'index'): string {
     const parts = [listScopeSql(STUDIES_LIST, scope, p)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
     if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
-    if (filter.search) parts.push(listSearchSql(STUDIES_LIST, filter.search, p, opaqueSearch));
+    if (filter.search) parts.push(listSearchSql(STUDIES_LIST, filter.search, p, plan));
     return parts.join(' AND ');
   }
 
@@ -168,42 +169,42 @@ export class StudiesRepository {
     if (seen && seen.matches > offset) {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
-      const extra = `${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`;
-      const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit, filter.search);
-      const where = this.conditions(scope, filter, q, plan === 'walk');
-      const rows: SearchRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'trigram'), q.values);
+      const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
+      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed);
+      const where = this.conditions(scope, filter, q, plan);
+      const rows: SearchRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'), q.values);
       if (rows.length > 0) {
-        const total = await this.searchTotal(key, scope, filter, rows[0]);
+        const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
         return { rows, total };
       }
     }
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
-    const [meta]: SearchRow[] = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`,
+    const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
       p.values,
     );
-    const total = await this.searchTotal(key, scope, filter, meta);
+    const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit, filter.search);
+    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed);
     const q = new SqlParams();
-    const where = this.conditions(scope, filter, q, plan === 'walk');
-    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const where = this.conditions(scope, filter, q, plan);
+    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
     return { rows, total };
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */
-  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta): Promise<number> {
+  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta, indexed: boolean): Promise<number> {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, filter, q);
+      const where = this.conditions(scope, filter, q, indexed ? 'index' : 'walk');
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.studies(scope, q).version} AS version FROM studies s WHERE ${where}`,
         q.values,
       );
       return { total: Number(row.total), version: row.version };
     });
-    this.totals.rememberSizes(key, { matches: total, scope: Number(meta._scope), tenant: Number(meta._tenant) });
+    this.totals.rememberSizes(key, { matches: total, walked: Number(meta._scope), indexed });
     return total;
   }
 

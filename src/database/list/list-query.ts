@@ -24,9 +24,18 @@ export interface ListSpec {
    * user only through a study of that unit). Receives the unit scope's condition on studies `s`.
    */
   unitScope?: (studiesInUnit: string) => string;
-  /** The columns a search fragment is matched in (any of them). */
-  search: string[];
+  /**
+   * The folded text a search fragment is matched in (a `search_text` column: see the SearchWords
+   * migration), e.g. `s.search_text`; its index terms are `search_lexemes(<it>)`.
+   */
+  searchText: string;
 }
+
+/**
+ * How a search reads a page: `walk` the scope's list-order index and keep the rows that match, or
+ * collect the matches through the search index (`index`) and sort them.
+ */
+export type SearchPlan = 'walk' | 'index';
 
 // Up to this offset (20 pages) one ordered scan reads the page directly; below it, skipping rows
 // costs a heap visit each and finding the ids first (deferred join) is cheaper.
@@ -41,14 +50,37 @@ export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams): st
 }
 
 /**
- * A search fragment as a SQL condition on the list's rows. `opaque` wraps the match in coalesce():
- * the planner then neither uses the trigram indexes nor trusts pg_trgm's estimate for it (an opaque
- * expression counts as matching half the rows), so it walks the list-order index.
+ * A search fragment (any part of a name, id or accession number, in any case, with or without
+ * accents; `%`, `_` and `\` literal) as a SQL condition on the list's rows, for a plan:
+ * - `index`: the fragment's terms in the search index (search_query), then the exact match on the
+ *   candidates. Only when `indexed` (search_query is not NULL for it: see searchIndexedSql).
+ * - `walk`: the exact match alone, wrapped in coalesce(): the planner then neither uses the search
+ *   index nor trusts an estimate for it (an opaque expression counts as matching half the rows), so
+ *   it walks the list-order index until the page is full.
+ * For a count, `index` when indexed, else the exact match over the scope.
  */
-export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, opaque = false): string {
-  const pattern = p.add(likePattern(search));
-  const match = spec.search.map((column) => `${column} ILIKE ${pattern}`).join(' OR ');
-  return opaque ? `coalesce(${match}, false)` : `(${match})`;
+export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, plan: SearchPlan): string {
+  const match = `${spec.searchText} LIKE search_fold(${p.add(likePattern(search))})`;
+  if (plan === 'walk') return `coalesce(${match}, false)`;
+  return `${match} AND search_lexemes(${spec.searchText}) @@ search_query(${p.add(search)})`;
+}
+
+/** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */
+export function searchIndexedSql(search: string, p: SqlParams): string {
+  return `(search_query(${p.add(search)}) IS NOT NULL)`;
+}
+
+/**
+ * Which plan finds a page of a search fastest, from the exact number of matches in the scope:
+ * walking the list order until the page is full visits about (offset + limit) x walked / matches
+ * rows (`walked`: the rows the walk goes through, the scope's own or, for a unit's patients, the
+ * tenant's); the search index visits each match once (its terms know the tenant and unit, so
+ * nothing outside the scope is read) and sorts them. A fragment the index cannot serve is walked.
+ */
+export function searchPlan(matches: number, walked: number, offset: number, limit: number, indexed: boolean): SearchPlan {
+  if (!indexed) return 'walk';
+  if (matches <= 0 || walked <= 0) return 'index';
+  return ((offset + limit) * walked) / matches <= matches ? 'walk' : 'index';
 }
 
 /**
