@@ -30,6 +30,8 @@ const API_NODE_OPTIONS = API_NODE_FLAGS.join(' ');
 const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];
 /** Rare surnames and a short-word search, added to the searches for one patient drawn from the data. */
 const RARE_FRAGMENTS = ['zanetti', 'nakamura', 'quintanilha', 'wanderley', 'ana p'];
+/** Fragments drawn per typed-search row (each a distinct search: its first request counts it). */
+const TYPED_FRAGMENTS = 500;
 
 interface Options {
   database: string;
@@ -41,6 +43,7 @@ interface Options {
   build: boolean;
   readme: boolean;
   nodeOptions: string;
+  searchSeed?: string;
 }
 
 interface Fixtures {
@@ -55,6 +58,12 @@ interface Fixtures {
   bigSeriesInstances: number;
   /** What staff type to find one patient: the start of a full name, an accession number, a patient id. */
   patientSearches: string[];
+  /** The unit of the largest tenant with the most studies, and its regular user. */
+  unitUserEmail: string;
+  unitStudies: number;
+  superEmail: string;
+  /** Fragments typed as users do (typedFragments), per caller. */
+  typed: { admin: string[]; unit: string[]; super: string[]; patients: string[] };
   database: { studies: number; series: number; patients: number; tenants: number; instances: number };
   postgres: string;
 }
@@ -112,7 +121,47 @@ function build(outDir: string): string {
   return mainJs;
 }
 
-async function loadFixtures(url: string): Promise<Fixtures> {
+/** mulberry32: a small seeded generator, so a run's fragments can be drawn again from its seed. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Searches typed the way people type them: of a random record of the caller's scope, its patient
+ * name (7 in 10), patient id or accession number, cut at random (3 characters or more, anywhere),
+ * in lower case, and half the time without its accents.
+ */
+async function typedFragments(
+  db: Client,
+  table: 'studies' | 'patients',
+  where: string,
+  params: unknown[],
+  random: () => number,
+): Promise<string[]> {
+  const fields = table === 'studies' ? 'patient_name, patient_id, accession_number' : 'patient_name, patient_id, NULL AS accession_number';
+  const salt = Math.floor(random() * 1e9);
+  const { rows } = await db.query<{ patient_name: string; patient_id: string; accession_number: string | null }>(
+    `SELECT ${fields} FROM ${table} WHERE ${where} ORDER BY hashint8(hashtext(id::text)::bigint + ${salt}) LIMIT ${TYPED_FRAGMENTS}`,
+    params,
+  );
+  return rows.map((row) => {
+    const pick = random();
+    const value = (pick < 0.7 ? row.patient_name : pick < 0.85 || !row.accession_number ? row.patient_id : row.accession_number).toLowerCase();
+    const length = Math.min(value.length, 3 + Math.floor(random() * Math.max(1, value.length - 2)));
+    const start = Math.floor(random() * (value.length - length + 1));
+    const cut = value.slice(start, start + length);
+    return random() < 0.5 ? cut.normalize('NFD').replace(/\p{M}/gu, '') : cut;
+  });
+}
+
+async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> {
   const db = new Client({ connectionString: url });
   await db.connect();
   try {
@@ -153,6 +202,21 @@ async function loadFixtures(url: string): Promise<Fixtures> {
       ...sample.rows.slice(17, 19).map((row) => row.patient_id),
       ...RARE_FRAGMENTS,
     ];
+    const unit = await one<{ unit_id: string; n: string; email: string } | undefined>(
+      `SELECT c.unit_id, c.n, u.email FROM (SELECT unit_id, count(*) AS n FROM studies WHERE tenant_id = $1 GROUP BY unit_id) c
+         JOIN users u ON u.unit_id = c.unit_id AND NOT u.is_tenant_admin AND u.is_active
+        ORDER BY c.n DESC, u.email LIMIT 1`,
+      [tenant.id],
+    );
+    if (!unit) throw new Error('the largest tenant has no unit user');
+    const superUser = await one<{ email: string }>(`SELECT email FROM users WHERE is_super_admin AND is_active ORDER BY email LIMIT 1`);
+    const random = seededRandom(searchSeed);
+    const typed = {
+      admin: await typedFragments(db, 'studies', 'tenant_id = $1', [tenant.id], random),
+      unit: await typedFragments(db, 'studies', 'unit_id = $1', [unit.unit_id], random),
+      super: await typedFragments(db, 'studies', 'TRUE', [], random),
+      patients: await typedFragments(db, 'patients', 'tenant_id = $1', [tenant.id], random),
+    };
     const sizes = await one<Record<string, string>>(
       `SELECT (SELECT count(*) FROM studies) AS studies, (SELECT count(*) FROM series) AS series,
               (SELECT count(*) FROM patients) AS patients, (SELECT count(*) FROM tenants) AS tenants,
@@ -170,6 +234,10 @@ async function loadFixtures(url: string): Promise<Fixtures> {
       bigSeriesId: big?.series_id ?? null,
       bigSeriesInstances: Number(big?.n ?? 0),
       patientSearches,
+      unitUserEmail: unit.email,
+      unitStudies: Number(unit.n),
+      superEmail: superUser.email,
+      typed,
       database: {
         studies: Number(sizes.studies),
         series: Number(sizes.series),
@@ -234,24 +302,32 @@ async function viewerToken(base: string, token: string, studyId: string): Promis
   return { token: (JSON.parse(text) as { token: string }).token };
 }
 
-/** GET /api/studies?search=..., each request the next search of the list. */
-function rotatingSearch(key: string, label: string, searches: string[], headers: Record<string, string>): Scenario {
+/** GET /api/studies?search=... (or another list), each request the next search of the list. */
+function rotatingSearch(key: string, label: string, searches: string[], headers: Record<string, string>, list = '/api/studies'): Scenario {
   let next = 0;
   return {
     key,
     label,
     method: 'GET',
-    path: `/api/studies?search=${encodeURIComponent(searches[0])}`,
+    path: `${list}?search=${encodeURIComponent(searches[0])}`,
     headers,
     setupRequest: (request) => {
       const search = searches[next++ % searches.length];
-      return { ...request, path: `/api/studies?search=${encodeURIComponent(search)}` };
+      return { ...request, path: `${list}?search=${encodeURIComponent(search)}` };
     },
   };
 }
 
-function scenarios(fx: Fixtures, token: string, viewer: { token?: string; missing?: string }): Scenario[] {
-  const auth = { authorization: `Bearer ${token}` };
+interface Tokens {
+  admin: string;
+  unit: string;
+  super: string;
+}
+
+function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missing?: string }): Scenario[] {
+  const auth = { authorization: `Bearer ${tokens.admin}` };
+  const typed = (key: string, who: string, searches: string[], token: string, list?: string) =>
+    rotatingSearch(key, `${list ? 'patients' : 'studies'} search, ${searches.length} typed fragments, ${who}`, searches, { authorization: `Bearer ${token}` }, list);
   const nextAddress = addressSource();
   return [
     { key: 'bare', label: 'bare node http (reference)', method: 'GET', path: '/' },
@@ -259,6 +335,10 @@ function scenarios(fx: Fixtures, token: string, viewer: { token?: string; missin
     { key: 'page1000', label: 'studies list, page 1,000', method: 'GET', path: '/api/studies?page=1000', headers: auth },
     rotatingSearch('search', `studies search, ${COMMON_FRAGMENTS.length} common name fragments`, COMMON_FRAGMENTS, auth),
     rotatingSearch('search-patient', `studies search for one patient (${fx.patientSearches.length} searches)`, fx.patientSearches, auth),
+    typed('typed', 'tenant admin', fx.typed.admin, tokens.admin),
+    typed('typed-unit', 'unit user', fx.typed.unit, tokens.unit),
+    typed('typed-super', 'super admin', fx.typed.super, tokens.super),
+    typed('typed-patients', 'tenant admin', fx.typed.patients, tokens.admin, '/api/patients'),
     { key: 'patients', label: 'patients list, page 1', method: 'GET', path: '/api/patients', headers: auth },
     { key: 'detail', label: 'study detail', method: 'GET', path: `/api/studies/${fx.studyId}`, headers: auth },
     { key: 'series', label: `series list (${fx.seriesCount} series)`, method: 'GET', path: `/api/studies/${fx.studyId}/series`, headers: auth },
@@ -409,6 +489,15 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
     latency('list', 32, 50, 'studies list page 1, p99 < 50 ms at 32 connections'),
     latency('search', 32, 50, 'studies search (common name fragments), p99 < 50 ms at 32 connections'),
     latency('search-patient', 32, 50, 'studies search for one patient, p99 < 50 ms at 32 connections'),
+    latency('typed', 32, 50, 'studies search, typed fragments, tenant admin, p99 < 50 ms at 32 connections'),
+    latency('typed-unit', 32, 50, 'studies search, typed fragments, unit user, p99 < 50 ms at 32 connections'),
+    latency('typed-super', 32, 50, 'studies search, typed fragments, super admin, p99 < 50 ms at 32 connections'),
+    latency('typed-patients', 32, 50, 'patients search, typed fragments, p99 < 50 ms at 32 connections'),
+    ...['typed', 'typed-unit', 'typed-super', 'typed-patients'].map((key): Target => {
+      const row = at(key, 32);
+      const name = `PostgreSQL CPU per search <= 2 ms (${key}, 32 connections)`;
+      return row?.pgCpuMs === undefined ? { name, met: false, measured: 'not measured' } : { name, met: row.pgCpuMs <= 2, measured: `${row.pgCpuMs} ms` };
+    }),
     latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
     {
       name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
@@ -476,12 +565,15 @@ async function main(): Promise<void> {
     .option('--dist <dir>', 'run an existing build (a directory holding src/main.js) instead of building')
     .option('--no-build', 'reuse bench/results/dist from the previous run')
     .option('--no-readme', 'do not write the table into bench/README.md')
+    .option('--search-seed <n>', 'seed of the typed fragments (default: a new one each run)')
     .option('--node-options <flags>', 'flags of the API\'s node command, e.g. heap limits or --cpu-prof (see bench/README.md)', API_NODE_OPTIONS)
     .parse(process.argv)
     .opts<Options>();
   const connectionCounts = options.connections.split(',').map(Number);
   const url = databaseUrl(options.database);
-  const fx = await loadFixtures(url);
+  const searchSeed = options.searchSeed === undefined ? randomBytes(4).readUInt32BE(0) : Number(options.searchSeed);
+  const fx = await loadFixtures(url, searchSeed);
+  console.log(`Typed fragments drawn with --search-seed ${searchSeed}`);
   const outDir = join(RESULTS, 'dist');
   const mainJs = options.dist
     ? join(options.dist, 'src', 'main.js')
@@ -518,10 +610,16 @@ async function main(): Promise<void> {
       `Largest tenant "${fx.tenantName}": ${fx.tenantStudies} studies of ${fx.database.studies}; tenant admin ${fx.adminEmail}`,
     );
 
-    const token = await login(api.url, fx.adminEmail, addressSource());
+    const addresses = addressSource();
+    const tokens: Tokens = {
+      admin: await login(api.url, fx.adminEmail, addresses),
+      unit: await login(api.url, fx.unitUserEmail, addresses),
+      super: await login(api.url, fx.superEmail, addresses),
+    };
+    const token = tokens.admin;
     const viewer = await viewerToken(api.url, token, fx.studyId);
     const wanted = options.only ? new Set(['bare', ...options.only.split(',')]) : null;
-    const all = scenarios(fx, token, viewer).filter((s) => !wanted || wanted.has(s.key));
+    const all = scenarios(fx, tokens, viewer).filter((s) => !wanted || wanted.has(s.key));
 
     const rows: Measured[] = [];
     const bareRate = new Map<number, number>();
@@ -569,7 +667,8 @@ async function main(): Promise<void> {
       database: { name: options.database, ...fx.database },
       largest_tenant: { name: fx.tenantName, studies: fx.tenantStudies, caller: fx.adminEmail },
       options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts, api_node_options: options.nodeOptions },
-      searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches },
+      searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches, typed_seed: searchSeed, typed: fx.typed },
+      unit_user: { caller: fx.unitUserEmail, studies: fx.unitStudies },
       api_peak_rss_mb: round(peakRssMb, 0),
       results: rows,
       targets: checks,
@@ -586,7 +685,8 @@ async function main(): Promise<void> {
         `(the machine is shared). Database: ${fx.database.studies.toLocaleString('en')} studies,`,
         `${fx.database.series.toLocaleString('en')} series, ${fx.database.patients.toLocaleString('en')} patients,`,
         `${fx.database.tenants} tenants; caller: the tenant admin of "${fx.tenantName}"`,
-        `(${fx.tenantStudies.toLocaleString('en')} studies). ${options.duration} s per measurement after a ${options.warmup} s warm-up.`,
+        `(${fx.tenantStudies.toLocaleString('en')} studies); unit user ${fx.unitUserEmail} (${fx.unitStudies.toLocaleString('en')} studies);`,
+        `typed fragments drawn with \`--search-seed ${searchSeed}\`. ${options.duration} s per measurement after a ${options.warmup} s warm-up.`,
         '',
         markdownTable(HEADER, tableRows(rows)),
         '',

@@ -2,26 +2,47 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
-import { PreparedQueries } from '../database/prepared-queries';
-import { likePattern } from '../common/pagination';
 import { Patient } from '../database/entities';
-import { ListTotals, searchPlan } from '../studies/list-totals';
-import { SqlParams } from '../studies/sql-params';
+import {
+  ListSpec,
+  listPageSql,
+  listScopeSql,
+  listSearchSql,
+  ListTotals,
+  PreparedQueries,
+  searchIndexedSql,
+  SearchPlan,
+  searchPlan,
+  SqlParams,
+} from '../database/list';
 
-const LIST_COLUMNS = [
-  'p.id',
-  'p.tenant_id',
-  'p.patient_id',
-  'p.patient_name',
-  'p.patient_birth_date::text AS patient_birth_date',
-  'p.patient_sex',
-  'p.created_at',
-  'p.updated_at',
-].join(', ');
-const LIST_ORDER = 'p.patient_name ASC, p.created_at DESC, p.id ASC';
-// The same order through an expression (name || '' is the name) that no index provides.
-const LIST_ORDER_UNINDEXED = "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC";
-const DIRECT_OFFSET_MAX = 300;
+const unitPatients = (studiesInUnit: string) =>
+  `EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studiesInUnit})`;
+
+/**
+ * The patients list. A patient belongs to a tenant only: a unit-scoped caller sees it only when one
+ * of its studies is in that unit (an EXISTS on studies_unit_patient_idx).
+ */
+const PATIENTS_LIST: ListSpec = {
+  from: 'patients p',
+  id: 'p.id',
+  columns: [
+    'p.id',
+    'p.tenant_id',
+    'p.patient_id',
+    'p.patient_name',
+    'p.patient_birth_date::text AS patient_birth_date',
+    'p.patient_sex',
+    'p.created_at',
+    'p.updated_at',
+  ].join(', '),
+  order: 'p.patient_name ASC, p.created_at DESC, p.id ASC',
+  // The same order through an expression (name || '' is the name) that no index provides.
+  unindexedOrder: "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC",
+  scope: { tenant: 'p.tenant_id' },
+  unitScope: unitPatients,
+  searchText: 'p.search_text',
+};
 
 type ListRow = Patient & { _total: string | null };
 
@@ -36,47 +57,27 @@ function toPatientRow(row: ListRow): Patient {
  */
 @Injectable()
 export class PatientsRepository {
-  private readonly prepared: PreparedQueries;
-
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
-  ) {
-    this.prepared = new PreparedQueries(db);
-  }
+    private readonly prepared: PreparedQueries,
+  ) {}
 
   private visible(scope: DataScope): SelectQueryBuilder<Patient> {
     const tenant = scopeCondition(scope, { tenant: 'p.tenant_id' });
     const qb = this.db.createQueryBuilder(Patient, 'p').where(tenant.sql, tenant.params);
     if (scope.kind === 'unit') {
       const studies = scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' });
-      qb.andWhere(`EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studies.sql})`, studies.params);
+      qb.andWhere(unitPatients(studies.sql), studies.params);
     }
     return qb;
   }
 
-  /** The list conditions as SQL with positional parameters (opaqueSearch: see StudiesRepository). */
-  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, opaqueSearch = false): string {
-    const parts = [p.bind(scopeCondition(scope, { tenant: 'p.tenant_id' }))];
-    if (scope.kind === 'unit') {
-      const studies = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
-      parts.push(`EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studies})`);
-    }
-    if (search) {
-      const pattern = p.add(likePattern(search));
-      const match = `p.patient_name ILIKE ${pattern} OR p.patient_id ILIKE ${pattern}`;
-      parts.push(opaqueSearch ? `coalesce(${match}, false)` : `(${match})`);
-    }
+  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
+  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, plan: SearchPlan = 'index'): string {
+    const parts = [listScopeSql(PATIENTS_LIST, scope, p)];
+    if (search) parts.push(listSearchSql(PATIENTS_LIST, search, p, plan));
     return parts.join(' AND ');
-  }
-
-  /** One page in list order (deep pages: ids first, from patients_tenant_order_idx alone). */
-  private pageSql(where: string, extra: string, p: SqlParams, offset: number, limit: number, unindexedOrder = false): string {
-    const order = unindexedOrder ? LIST_ORDER_UNINDEXED : LIST_ORDER;
-    const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
-    if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${LIST_COLUMNS}, ${extra} FROM patients p WHERE ${where} ${page}`;
-    return `SELECT ${LIST_COLUMNS}, ${extra} FROM patients p
-             WHERE p.id IN (SELECT p.id FROM patients p WHERE ${where} ${page}) ORDER BY ${LIST_ORDER}`;
   }
 
   /**
@@ -95,7 +96,7 @@ export class PatientsRepository {
       const p = new SqlParams();
       const where = this.conditions(scope, search, p);
       const total = this.totals.patients(scope, p).total as string;
-      const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${total} AS _total`, p, offset, limit), p.values);
+      const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, `${total} AS _total`, p, offset, limit), p.values);
       if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total) };
       const q = new SqlParams();
       const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totals.patients(scope, q).total} AS _total`, q.values);
@@ -105,14 +106,15 @@ export class PatientsRepository {
     const p = new SqlParams();
     const counters = this.totals.patients(scope, p);
     // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
-    const [meta]: Array<{ version: string; tenant: string }> = await this.prepared.query(
-      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant`,
+    const indexed = search ? searchIndexedSql(search, p) : 'false';
+    const [meta]: Array<{ version: string; tenant: string; indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${indexed} AS indexed`,
       p.values,
     );
     const key = JSON.stringify(['patients', scope, search ?? null]);
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, search, q);
+      const where = this.conditions(scope, search, q, meta.indexed ? 'index' : 'walk');
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.patients(scope, q).version} AS version FROM patients p WHERE ${where}`,
         q.values,
@@ -120,10 +122,10 @@ export class PatientsRepository {
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = search ? searchPlan(total, Number(meta.tenant), Number(meta.tenant), offset, limit, search) : 'walk';
+    const plan = search ? searchPlan(total, Number(meta.tenant), offset, limit, meta.indexed) : 'walk';
     const q = new SqlParams();
-    const where = this.conditions(scope, search, q, plan === 'walk');
-    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const where = this.conditions(scope, search, q, plan);
+    const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
     return { rows: rows.map(toPatientRow), total };
   }
 

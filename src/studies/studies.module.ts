@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
+import { ListModule } from '../database/list';
 import { QidoController } from './dicom-web/qido.controller';
 import { QidoRepository } from './dicom-web/qido.repository';
-import { ListTotals } from './list-totals';
 import { SeriesController } from './series.controller';
 import { StudiesController } from './studies.controller';
 import { StudiesRepository } from './studies.repository';
@@ -9,8 +9,9 @@ import { StudiesService } from './studies.service';
 import { StudyImagesService } from './study-images.service';
 
 @Module({
+  imports: [ListModule],
   controllers: [StudiesController, SeriesController, QidoController],
-  providers: [StudiesRepository, StudiesService, StudyImagesService, ListTotals, QidoRepository],
-  exports: [StudiesRepository, StudiesService, ListTotals],
+  providers: [StudiesRepository, StudiesService, StudyImagesService, QidoRepository],
+  exports: [StudiesRepository, StudiesService],
 })
 export class StudiesModule {}

@@ -2,11 +2,19 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
-import { PreparedQueries } from '../database/prepared-queries';
-import { likePattern } from '../common/pagination';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
-import { ListTotals, searchPlan } from './list-totals';
-import { SqlParams } from './sql-params';
+import {
+  ListSpec,
+  listPageSql,
+  listScopeSql,
+  listSearchSql,
+  ListTotals,
+  PreparedQueries,
+  searchIndexedSql,
+  SearchPlan,
+  searchPlan,
+  SqlParams,
+} from '../database/list';
 
 export interface StudyFilter {
   search?: string;
@@ -53,16 +61,20 @@ const PATIENT_COLUMNS = [
 
 const columns = (alias: string, names: string[]) => names.map((name) => `${alias}.${name}`);
 
-// The list's columns as the API returns them: dates as YYYY-MM-DD text, not JavaScript dates.
-const LIST_COLUMNS = STUDY_COLUMNS.map((name) =>
-  name === 'study_date' || name === 'patient_birth_date' ? `s.${name}::text AS ${name}` : `s.${name}`,
-).join(', ');
-const LIST_ORDER = 's.study_date DESC, s.created_at DESC, s.id DESC';
-// The same order through an expression (date + 0 is the date) that no index provides.
-const LIST_ORDER_UNINDEXED = '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC';
-// Up to this offset (20 pages) one ordered scan reads the page directly; below it, skipping rows
-// costs a heap visit each and finding the ids first (deferred join) is cheaper.
-const DIRECT_OFFSET_MAX = 300;
+/** The studies list (also what the QIDO-RS study search reads). */
+export const STUDIES_LIST: ListSpec = {
+  from: 'studies s',
+  id: 's.id',
+  // The list's columns as the API returns them: dates as YYYY-MM-DD text, not JavaScript dates.
+  columns: STUDY_COLUMNS.map((name) =>
+    name === 'study_date' || name === 'patient_birth_date' ? `s.${name}::text AS ${name}` : `s.${name}`,
+  ).join(', '),
+  order: 's.study_date DESC, s.created_at DESC, s.id DESC',
+  // The same order through an expression (date + 0 is the date) that no index provides.
+  unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
+  scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
+  searchText: 's.search_text',
+};
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
 // each row without them cost a tenth of what a list request allocated.
@@ -71,7 +83,6 @@ type ListRow = Study & { _total: string | null };
 interface SearchMeta {
   _version: string;
   _scope: string;
-  _tenant: string;
 }
 type SearchRow = Study & SearchMeta;
 
@@ -85,54 +96,28 @@ const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
  * initial migration: (tenant_id | unit_id | patient_uuid, study_date DESC, created_at DESC, id DESC)
- * for scope + order, pg_trgm GIN indexes for the ILIKE search.
+ * for scope + order, the search index of the SearchWords migration for a search.
  */
 @Injectable()
 export class StudiesRepository {
-  private readonly prepared: PreparedQueries;
-
   constructor(
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
-  ) {
-    this.prepared = new PreparedQueries(db);
-  }
+    private readonly prepared: PreparedQueries,
+  ) {}
 
   private scoped(scope: DataScope): SelectQueryBuilder<Study> {
     const scopeSql = scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' });
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  /**
-   * The list conditions as SQL with positional parameters. `opaqueSearch` wraps the name match in
-   * coalesce(): the planner then neither uses the trigram indexes nor trusts pg_trgm's estimate for
-   * it (an opaque expression counts as matching half the rows), so it walks the list-order index.
-   */
-  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, opaqueSearch = false): string {
-    const parts = [p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }))];
+  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
+  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, plan: SearchPlan = 'index'): string {
+    const parts = [listScopeSql(STUDIES_LIST, scope, p)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
     if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
-    if (filter.search) {
-      const pattern = p.add(likePattern(filter.search));
-      const match = `s.patient_name ILIKE ${pattern} OR s.patient_id ILIKE ${pattern} OR s.accession_number ILIKE ${pattern}`;
-      parts.push(opaqueSearch ? `coalesce(${match}, false)` : `(${match})`);
-    }
+    if (filter.search) parts.push(listSearchSql(STUDIES_LIST, filter.search, p, plan));
     return parts.join(' AND ');
-  }
-
-  /**
-   * One page in list order, with `extra` (a scalar subquery: the total) on every row. Shallow pages
-   * are one scan in list order; deeper ones find the page's ids first (an index-only scan of
-   * studies_tenant_order_idx for a tenant, however deep) and read only those rows whole.
-   * `unindexedOrder` sorts by an expression no index provides, which leaves the planner the trigram
-   * indexes and a sort of the matches.
-   */
-  private pageSql(where: string, extra: string, p: SqlParams, offset: number, limit: number, unindexedOrder = false): string {
-    const order = unindexedOrder ? LIST_ORDER_UNINDEXED : LIST_ORDER;
-    const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
-    if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${LIST_COLUMNS}, ${extra} FROM studies s WHERE ${where} ${page}`;
-    return `SELECT ${LIST_COLUMNS}, ${extra} FROM studies s
-             WHERE s.id IN (SELECT s.id FROM studies s WHERE ${where} ${page}) ORDER BY ${LIST_ORDER}`;
   }
 
   /**
@@ -150,7 +135,7 @@ export class StudiesRepository {
     if (filter.search) return this.searchStudies(scope, filter, offset, limit);
     const p = new SqlParams();
     const where = this.conditions(scope, filter, p);
-    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
+    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
     if (rows.length > 0) return { rows, total: Number(rows[0]._total) };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
@@ -162,7 +147,7 @@ export class StudiesRepository {
     if (filter.patientUuid) return `(SELECT count(*) FROM studies s WHERE ${this.conditions(scope, filter, p)})`;
     const counted = this.totals.studies(scope, p).total as string;
     if (!filter.excludeId) return counted;
-    const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
+    const inScope = listScopeSql(STUDIES_LIST, scope, p);
     return `(${counted} - (SELECT count(*) FROM studies s WHERE s.id = ${p.add(filter.excludeId)} AND ${inScope}))`;
   }
 
@@ -184,42 +169,42 @@ export class StudiesRepository {
     if (seen && seen.matches > offset) {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
-      const extra = `${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`;
-      const plan = searchPlan(seen.matches, seen.scope, seen.tenant, offset, limit, filter.search);
-      const where = this.conditions(scope, filter, q, plan === 'walk');
-      const rows: SearchRow[] = await this.prepared.query(this.pageSql(where, extra, q, offset, limit, plan === 'trigram'), q.values);
+      const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
+      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed);
+      const where = this.conditions(scope, filter, q, plan);
+      const rows: SearchRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'), q.values);
       if (rows.length > 0) {
-        const total = await this.searchTotal(key, scope, filter, rows[0]);
+        const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
         return { rows, total };
       }
     }
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
-    const [meta]: SearchRow[] = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.tenant} AS _tenant`,
+    const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
       p.values,
     );
-    const total = await this.searchTotal(key, scope, filter, meta);
+    const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta._scope), Number(meta._tenant), offset, limit, filter.search);
+    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed);
     const q = new SqlParams();
-    const where = this.conditions(scope, filter, q, plan === 'walk');
-    const rows: ListRow[] = await this.prepared.query(this.pageSql(where, 'NULL AS _total', q, offset, limit, plan === 'trigram'), q.values);
+    const where = this.conditions(scope, filter, q, plan);
+    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
     return { rows, total };
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */
-  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta): Promise<number> {
+  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta, indexed: boolean): Promise<number> {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, filter, q);
+      const where = this.conditions(scope, filter, q, indexed ? 'index' : 'walk');
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT count(*) AS total, ${this.totals.studies(scope, q).version} AS version FROM studies s WHERE ${where}`,
         q.values,
       );
       return { total: Number(row.total), version: row.version };
     });
-    this.totals.rememberSizes(key, { matches: total, scope: Number(meta._scope), tenant: Number(meta._tenant) });
+    this.totals.rememberSizes(key, { matches: total, walked: Number(meta._scope), indexed });
     return total;
   }
 
@@ -281,7 +266,7 @@ export class StudiesRepository {
    */
   async instancesJson(scope: DataScope, seriesId: string): Promise<string[] | null> {
     const p = new SqlParams();
-    const inScope = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
+    const inScope = listScopeSql(STUDIES_LIST, scope, p);
     const series = p.add(seriesId);
     const rows: Array<{ part: string | null }> = await this.prepared.query(
       `SELECT parts.part

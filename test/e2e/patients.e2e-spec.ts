@@ -211,6 +211,23 @@ describe('Patients', () => {
       expect(plain.id).toBeDefined();
     });
 
+    it('searches regardless of accents and case, a fragment cut anywhere', async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const joao = await createPatient(t.db, fresh.tenant.id, { patient_name: 'JOÃO^SÃO PEDRO', patient_id: 'ÇA-123' });
+      const plain = await createPatient(t.db, fresh.tenant.id, { patient_name: 'Joana Sao Pedro', patient_id: 'X-9' });
+      const search = async (text: string) => {
+        const res = await t.http.get('/api/patients', { token: fresh.adminToken, query: { search: text } });
+        expect(res.status).toBe(200);
+        return { ids: idsOf(res.body).sort(), total: res.body.total };
+      };
+      const of = (...rows: PatientRow[]) => ({ ids: rows.map((r) => r.id).sort(), total: rows.length });
+      expect(await search('joao')).toEqual(of(joao));
+      expect(await search('SÃO PED')).toEqual(of(joao, plain));
+      expect(await search('ao^sao p')).toEqual(of(joao));
+      expect(await search('ca-12')).toEqual(of(joao));
+      expect(await search('oan')).toEqual(of(plain));
+    });
+
     it.each([
       ['search of 256 characters', { search: 'y'.repeat(256) }, 'search'],
       ['page=0', { page: '0' }, 'page'],

@@ -318,6 +318,8 @@ describe('Studies, series, instances and images', () => {
         await make('backslash', { patient_name: 'ROE^BACK\\SLASH' });
         await make('pid', { patient_id: 'MRN-77Q' });
         await make('acc', { accession_number: 'XA-9K' });
+        await make('accented', { patient_name: 'JOÃO^CONCEIÇÃO SÃO BENTO', patient_id: 'ÁB-55' });
+        await make('plain', { patient_name: 'Joao Rezende Azevedo' });
       });
 
       const search = async (text: string, token = fresh.adminToken) => {
@@ -347,6 +349,26 @@ describe('Studies, series, instances and images', () => {
         expect(await search('xa-9')).toEqual(['acc']);
       });
 
+      it('matches regardless of accents, either way, and of case', async () => {
+        expect(await search('joao')).toEqual(['accented', 'plain']);
+        expect(await search('JOÃO')).toEqual(['accented', 'plain']);
+        expect(await search('sao')).toEqual(['accented']);
+        expect(await search('ceicao s')).toEqual(['accented']);
+        expect(await search('ab-5')).toEqual(['accented']);
+      });
+
+      it('matches a fragment cut anywhere: inside a word, across words, of 3 characters', async () => {
+        expect(await search('ouz')).toEqual(['letter', 'underscore']);
+        expect(await search('zende azev')).toEqual(['plain']);
+        expect(await search('lva^an')).toEqual(['digits', 'percent']);
+        expect(await search('o rezende azevedo')).toEqual(['plain']);
+        // The text between the words is matched as typed, and fields are not joined.
+        expect(await search('zende  azev')).toEqual([]);
+        expect(await search('rezende^azevedo')).toEqual([]);
+        expect(await search('azevedo pid')).toEqual([]);
+        expect(await search('a b')).toEqual([]);
+      });
+
       it('counts only the matches', async () => {
         const res = await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'souza' } });
         expect(res.body).toMatchObject({ total: 2, last_page: 1 });
@@ -359,7 +381,7 @@ describe('Studies, series, instances and images', () => {
 
       it('accepts 255 characters and an empty search', async () => {
         expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'x'.repeat(255) } })).body.total).toBe(0);
-        expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: '' } })).body.total).toBe(7);
+        expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: '' } })).body.total).toBe(9);
       });
     });
 

@@ -30,10 +30,17 @@ describe('insensitiveRegex', () => {
 describe('parseQidoStudyQuery', () => {
   it('reads keywords and tags in both spellings, and ignores keys the index does not hold', () => {
     const query = parseQidoStudyQuery({ '0010,0010': 'doe*', '00100020': 'P1', StudyTime: '1200', includefield: ['a', 'b'] });
-    expect(query.patientName).toEqual({ regex: insensitiveRegex('doe*') });
+    expect(query.patientName).toEqual({ regex: insensitiveRegex('doe*'), indexedRun: 'doe' });
     expect(query.patientId).toEqual({ exact: 'P1' });
     expect(query.limit).toBe(QIDO_DEFAULT_LIMIT);
     expect(query.offset).toBe(0);
+  });
+
+  it('names the longest literal run of a name for the search index only when it has 3+ letters or digits', () => {
+    expect(parseQidoStudyQuery({ PatientName: '*jo?o*silva*' }).patientName?.indexedRun).toBe('silva');
+    expect(parseQidoStudyQuery({ PatientName: 'JOÃO*' }).patientName?.indexedRun).toBe('JOÃO');
+    expect(parseQidoStudyQuery({ PatientName: '*ab*c?d*' }).patientName?.indexedRun).toBeUndefined();
+    expect(parseQidoStudyQuery({ PatientName: '*' }).patientName).toBeUndefined();
   });
 
   it('turns wildcards of ids into LIKE patterns with the rest escaped', () => {

@@ -28,6 +28,11 @@ export type TextMatch = { exact: string } | { pattern: string };
 /** A match ignoring case and accents: a regular expression (insensitiveRegex). */
 export interface InsensitiveMatch {
   regex: string;
+  /**
+   * The longest literal run of the value (between wildcards) when it has 3+ letters or digits in a
+   * row: the search index (search_query, the SearchWords migration) can then narrow the candidates.
+   */
+  indexedRun?: string;
 }
 
 export interface QidoStudyQuery {
@@ -182,7 +187,10 @@ function integer(key: string, value: string, min: number, max: number): number {
 
 /** A value of only `*` matches everything: no condition. */
 function insensitiveMatch(value: string): InsensitiveMatch | undefined {
-  return /^\*+$/.test(value) ? undefined : { regex: insensitiveRegex(value) };
+  if (/^\*+$/.test(value)) return undefined;
+  const longest = value.split(/[*?]/).reduce((a, b) => (b.length > a.length ? b : a), '');
+  const folded = longest.normalize('NFD').replace(/\p{M}/gu, '');
+  return /[A-Za-z0-9]{3}/.test(folded) ? { regex: insensitiveRegex(value), indexedRun: longest } : { regex: insensitiveRegex(value) };
 }
 
 /** QIDO wildcards: `*` any run, `?` one character; a value of only `*` matches everything (null). */

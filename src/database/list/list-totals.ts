@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { SqlParams } from './sql-params';
 
 /** The last known sizes of a search: enough to choose its page's plan before knowing the version. */
 export interface SearchSizes {
   matches: number;
-  scope: number;
-  tenant: number;
+  /** The rows a walk in list order goes through (see searchPlan). */
+  walked: number;
+  /** Whether the search index can serve the fragment. */
+  indexed: boolean;
 }
 
 /** SQL expressions (scalar subqueries) over the counters of a scope, to put in a list's statement. */
@@ -15,7 +17,7 @@ export interface CounterSql {
   total: string | null;
   /** Changes with every committed change that could alter any count in the scope. */
   version: string;
-  /** Rows of the tenant (or tenants) the scope is part of: what a tenant's trigram search sifts. */
+  /** Rows of the tenant (or tenants) the scope is part of: what a unit's patients list walks. */
   tenant: string;
 }
 
@@ -116,32 +118,4 @@ export class ListTotals {
     this.pending.set(at, run);
     return run;
   }
-}
-
-/**
- * Which plan finds a page of a search fastest, from the exact number of matches in the scope:
- * walking the scope's index in list order until the page is full visits about
- * (offset + limit) x scope / matches rows; collecting the matches through the (tenant, trigram)
- * indexes and sorting them visits every match of the scope's tenant, about matches x tenant / scope.
- * A word of one or two letters ("ana p") only yields padded trigrams that most names share: the
- * trigram indexes then sift a sizeable part of the tenant whatever the matches (measured: 18 ms
- * against 8 ms for the walk), counted here as a twentieth of it.
- * PostgreSQL's own choice rests on pg_trgm's estimates, which are off by orders of magnitude for
- * names (a surname on 1.4% of the rows estimated at 0.01%): a common name got the trigram plan (tens
- * of thousands of heap visits) and a rare one a walk over a whole tenant.
- */
-export function searchPlan(
-  matches: number,
-  scope: number,
-  tenant: number,
-  offset: number,
-  limit: number,
-  search = '',
-): 'walk' | 'trigram' {
-  if (matches <= 0 || scope <= 0) return 'trigram';
-  const walk = ((offset + limit) * scope) / matches;
-  const sifted = Math.max(tenant, scope);
-  const shortWord = search.split(/\s+/).some((word) => word.length > 0 && word.length < 3);
-  const trigram = (matches * sifted) / scope + (shortWord ? sifted / 20 : 0);
-  return walk <= trigram ? 'walk' : 'trigram';
 }

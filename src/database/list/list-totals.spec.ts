@@ -1,4 +1,4 @@
-import { ListTotals, searchPlan } from './list-totals';
+import { ListTotals } from './list-totals';
 import { SqlParams } from './sql-params';
 
 /** A count that answers with the next of `answers`, after `gate`, and records that it ran. */
@@ -69,9 +69,9 @@ describe('ListTotals sizes', () => {
   it('remembers the last sizes of each search, whatever the version', () => {
     const totals = new ListTotals();
     expect(totals.lastSizes('k')).toBeUndefined();
-    totals.rememberSizes('k', { matches: 10, scope: 100, tenant: 1000 });
-    totals.rememberSizes('k', { matches: 12, scope: 101, tenant: 1001 });
-    expect(totals.lastSizes('k')).toEqual({ matches: 12, scope: 101, tenant: 1001 });
+    totals.rememberSizes('k', { matches: 10, walked: 100, indexed: true });
+    totals.rememberSizes('k', { matches: 12, walked: 101, indexed: false });
+    expect(totals.lastSizes('k')).toEqual({ matches: 12, walked: 101, indexed: false });
     expect(totals.lastSizes('other')).toBeUndefined();
   });
 });
@@ -115,36 +115,5 @@ describe('SqlParams', () => {
 
   it('refuses a fragment with a parameter it was not given', () => {
     expect(() => new SqlParams().bind({ sql: 'a = :missing', params: {} })).toThrow('Unbound SQL parameter :missing');
-  });
-});
-
-describe('searchPlan', () => {
-  it('walks the list order for a common fragment and collects the matches of a rare one', () => {
-    // Largest tenant: 200,000 studies.
-    expect(searchPlan(38_000, 200_000, 200_000, 0, 15)).toBe('walk'); // "silva"
-    expect(searchPlan(2_900, 200_000, 200_000, 0, 15)).toBe('walk'); // a surname on 1.4%
-    expect(searchPlan(1_100, 200_000, 200_000, 0, 15)).toBe('trigram'); // on 0.5%
-    expect(searchPlan(600, 200_000, 200_000, 0, 15)).toBe('trigram'); // a rare surname
-    expect(searchPlan(1, 200_000, 200_000, 0, 15)).toBe('trigram'); // an accession number
-  });
-
-  it('collects the matches when a deep page would make the walk long', () => {
-    expect(searchPlan(38_000, 200_000, 200_000, 0, 15)).toBe('walk');
-    expect(searchPlan(38_000, 200_000, 200_000, 7_500, 15)).toBe('trigram');
-  });
-
-  it('walks for a short word, whose padded trigrams most names share', () => {
-    // "ana p": 762 matches in the largest tenant.
-    expect(searchPlan(762, 200_000, 200_000, 0, 15, 'ana p')).toBe('walk');
-    expect(searchPlan(762, 200_000, 200_000, 0, 15, 'ana paula')).toBe('trigram');
-    expect(searchPlan(1, 200_000, 200_000, 0, 15, 'ab')).toBe('trigram');
-  });
-
-  it('counts for a unit scope the tenant\'s matches that the trigram indexes sift', () => {
-    // A unit with 3,000 of the tenant's 200,000 studies, 300 of them matching: the tenant holds
-    // about 20,000 matches that a trigram plan would visit, and a walk needs about 150 rows.
-    expect(searchPlan(300, 3_000, 200_000, 0, 15)).toBe('walk');
-    expect(searchPlan(2, 3_000, 200_000, 0, 15)).toBe('trigram');
-    expect(searchPlan(0, 3_000, 200_000, 0, 15)).toBe('trigram');
   });
 });

@@ -1,6 +1,8 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'crypto';
 import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 // Statement texts are built from a bounded set of shapes (scope, filters, plan) with every value
@@ -13,12 +15,14 @@ const MAX_NAMED = 500;
  * PostgreSQL parses and analyses each distinct text once per connection, where an unnamed
  * statement is parsed again on every request. On the studies search, parsing was 0.2 ms of a
  * 1 ms statement. Each execution is still planned for its own values (custom plans: the scope and
- * the search pattern decide the plan).
+ * the search pattern decide the plan). One instance per process (ListModule), so that a statement's
+ * name is the same for every repository that runs its text.
  */
+@Injectable()
 export class PreparedQueries {
   private readonly names = new Map<string, string>();
 
-  constructor(private readonly db: DataSource) {}
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   async query<T>(text: string, values: unknown[]): Promise<T[]> {
     const pool = (this.db.driver as PostgresDriver).master as Pool;

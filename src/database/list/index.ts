@@ -1,0 +1,5 @@
+export * from './list-query';
+export * from './list-totals';
+export * from './list.module';
+export * from './prepared-queries';
+export * from './sql-params';

@@ -1,0 +1,69 @@
+import { ListSpec, listPageSql, listScopeSql, listSearchSql, searchPlan } from './list-query';
+import { SqlParams } from './sql-params';
+
+const SPEC: ListSpec = {
+  from: 'things t',
+  id: 't.id',
+  columns: 't.id, t.name',
+  order: 't.name ASC, t.id ASC',
+  unindexedOrder: "(t.name || '') ASC, t.id ASC",
+  scope: { tenant: 't.tenant_id' },
+  unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
+  searchText: 't.search_text',
+};
+
+describe('searchPlan', () => {
+  it('walks the list order for a common fragment and collects the matches of a rare one', () => {
+    // Largest tenant: 200,000 studies; a walk to fill page 1 visits 15 x 200,000 / matches rows.
+    expect(searchPlan(38_000, 200_000, 0, 15, true)).toBe('walk'); // "silva": ~80 rows
+    expect(searchPlan(2_900, 200_000, 0, 15, true)).toBe('walk'); // a surname on 1.4%: ~1,000 rows
+    expect(searchPlan(1_100, 200_000, 0, 15, true)).toBe('index'); // ~2,700 rows to walk
+    expect(searchPlan(1, 200_000, 0, 15, true)).toBe('index'); // an accession number
+  });
+
+  it('collects the matches when a deep page would make the walk long', () => {
+    expect(searchPlan(38_000, 200_000, 7_500, 15, true)).toBe('index');
+  });
+
+  it('walks when the index cannot serve the fragment, whatever the matches', () => {
+    expect(searchPlan(3, 200_000, 0, 15, false)).toBe('walk');
+  });
+
+  it('counts a walk over what is walked: for a unit, its studies; for a unit\'s patients, the tenant\'s', () => {
+    expect(searchPlan(300, 3_000, 0, 15, true)).toBe('walk');
+    expect(searchPlan(300, 200_000, 0, 15, true)).toBe('index');
+    expect(searchPlan(0, 3_000, 0, 15, true)).toBe('index');
+  });
+});
+
+describe('list SQL', () => {
+  it('scopes a tenant-only record for a unit user through its studies in the unit', () => {
+    const p = new SqlParams();
+    const sql = listScopeSql(SPEC, { kind: 'unit', tenantId: 'T', unitId: 'U' }, p);
+    expect(sql).toBe('t.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND s.tenant_id = $2 AND s.unit_id = $3)');
+    expect(p.values).toEqual(['T', 'T', 'U']);
+    expect(listScopeSql(SPEC, { kind: 'all' }, new SqlParams())).toBe('TRUE');
+    expect(listScopeSql(SPEC, { kind: 'none' }, new SqlParams())).toBe('FALSE');
+  });
+
+  it('matches the folded, escaped fragment, through the index terms or opaquely for a walk', () => {
+    const p = new SqlParams();
+    expect(listSearchSql(SPEC, 'Jo_%ão', p, 'index')).toBe(
+      't.search_text LIKE search_fold($1) AND search_lexemes(t.search_text) @@ search_query($2)',
+    );
+    expect(p.values).toEqual(['%Jo\\_\\%ão%', 'Jo_%ão']);
+    const q = new SqlParams();
+    expect(listSearchSql(SPEC, 'silva', q, 'walk')).toBe('coalesce(t.search_text LIKE search_fold($1), false)');
+    expect(q.values).toEqual(['%silva%']);
+  });
+
+  it('reads a shallow page directly and a deep one through its ids', () => {
+    const p = new SqlParams();
+    expect(listPageSql(SPEC, 'TRUE', 'NULL AS _total', p, 300, 15)).toBe(
+      'SELECT t.id, t.name, NULL AS _total FROM things t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT $1 OFFSET $2',
+    );
+    const deep = listPageSql(SPEC, 'TRUE', 'NULL AS _total', new SqlParams(), 315, 15, true);
+    expect(deep).toContain("WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)");
+    expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
+  });
+});

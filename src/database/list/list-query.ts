@@ -1,0 +1,106 @@
+import { DataScope, scopeCondition, ScopeColumns } from '../../common/auth/data-scope';
+import { likePattern } from '../../common/pagination';
+import { SqlParams } from './sql-params';
+
+/**
+ * What a paginated list reads, for the one copy of the list SQL below: the studies list, the
+ * patients list and the QIDO-RS study search are each one of these.
+ */
+export interface ListSpec {
+  /** e.g. `studies s` */
+  from: string;
+  /** The id column, for the deferred join of deep pages: `s.id`. */
+  id: string;
+  /** The select list, as the API returns the rows. */
+  columns: string;
+  /** The list order, ending with the id (pages never overlap); an index provides it. */
+  order: string;
+  /** The same order through an expression no index provides (see pageSql). */
+  unindexedOrder: string;
+  /** The columns the caller's scope filters on. */
+  scope: ScopeColumns;
+  /**
+   * For records that belong to a tenant only: what a unit scope adds (a patient is seen by a unit
+   * user only through a study of that unit). Receives the unit scope's condition on studies `s`.
+   */
+  unitScope?: (studiesInUnit: string) => string;
+  /**
+   * The folded text a search fragment is matched in (a `search_text` column: see the SearchWords
+   * migration), e.g. `s.search_text`; its index terms are `search_lexemes(<it>)`.
+   */
+  searchText: string;
+}
+
+/**
+ * How a search reads a page: `walk` the scope's list-order index and keep the rows that match, or
+ * collect the matches through the search index (`index`) and sort them.
+ */
+export type SearchPlan = 'walk' | 'index';
+
+// Up to this offset (20 pages) one ordered scan reads the page directly; below it, skipping rows
+// costs a heap visit each and finding the ids first (deferred join) is cheaper.
+export const DIRECT_OFFSET_MAX = 300;
+
+/** The caller's scope on the list's rows, as SQL with positional parameters in `p`. */
+export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams): string {
+  const own = p.bind(scopeCondition(scope, spec.scope));
+  if (scope.kind !== 'unit' || !spec.unitScope) return own;
+  const studies = p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' }));
+  return `${own} AND ${spec.unitScope(studies)}`;
+}
+
+/**
+ * A search fragment (any part of a name, id or accession number, in any case, with or without
+ * accents; `%`, `_` and `\` literal) as a SQL condition on the list's rows, for a plan:
+ * - `index`: the fragment's terms in the search index (search_query), then the exact match on the
+ *   candidates. Only when `indexed` (search_query is not NULL for it: see searchIndexedSql).
+ * - `walk`: the exact match alone, wrapped in coalesce(): the planner then neither uses the search
+ *   index nor trusts an estimate for it (an opaque expression counts as matching half the rows), so
+ *   it walks the list-order index until the page is full.
+ * For a count, `index` when indexed, else the exact match over the scope.
+ */
+export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, plan: SearchPlan): string {
+  const match = `${spec.searchText} LIKE search_fold(${p.add(likePattern(search))})`;
+  if (plan === 'walk') return `coalesce(${match}, false)`;
+  return `${match} AND search_lexemes(${spec.searchText}) @@ search_query(${p.add(search)})`;
+}
+
+/** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */
+export function searchIndexedSql(search: string, p: SqlParams): string {
+  return `(search_query(${p.add(search)}) IS NOT NULL)`;
+}
+
+/**
+ * Which plan finds a page of a search fastest, from the exact number of matches in the scope:
+ * walking the list order until the page is full visits about (offset + limit) x walked / matches
+ * rows (`walked`: the rows the walk goes through, the scope's own or, for a unit's patients, the
+ * tenant's); the search index visits each match once (its terms know the tenant and unit, so
+ * nothing outside the scope is read) and sorts them. A fragment the index cannot serve is walked.
+ */
+export function searchPlan(matches: number, walked: number, offset: number, limit: number, indexed: boolean): SearchPlan {
+  if (!indexed) return 'walk';
+  if (matches <= 0 || walked <= 0) return 'index';
+  return ((offset + limit) * walked) / matches <= matches ? 'walk' : 'index';
+}
+
+/**
+ * One page in list order, with `extra` (scalar subqueries: a total, counters) on every row. Shallow
+ * pages are one scan in list order; deeper ones find the page's ids first (an index-only scan of the
+ * scope's order index, however deep) and read only those rows whole. `unindexedOrder` sorts by an
+ * expression no index provides, which leaves the planner the search indexes and a sort of the matches.
+ */
+export function listPageSql(
+  spec: ListSpec,
+  where: string,
+  extra: string,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+  unindexedOrder = false,
+): string {
+  const order = unindexedOrder ? spec.unindexedOrder : spec.order;
+  const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
+  if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${spec.columns}, ${extra} FROM ${spec.from} WHERE ${where} ${page}`;
+  return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
+           WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
+}
