@@ -365,12 +365,12 @@ describe('the viewer gate against the real image server', () => {
         `/dicom-web/studies?limit=10`,
         `/dicom-web/series?PatientID=${patientOf.B1}`,
       ];
-      const credentialSets: Array<Record<string, string>> = [
+      // A viewer token's search goes through the validator to Orthanc: every spelling is refused.
+      const viewerTokenSets: Array<Record<string, string>> = [
         { 'x-viewer-token': viewerToken },
         { authorization: `Bearer ${viewerToken}` },
-        { authorization: `Bearer ${clinicA.token1}` },
       ];
-      for (const credentials of credentialSets) {
+      for (const credentials of viewerTokenSets) {
         for (const uri of spellings) {
           const answer = await viaNginx(uri, credentials);
           expect({ uri, answer }).toEqual({ uri, answer: { status: 403, studies: [] } });
@@ -378,6 +378,24 @@ describe('the viewer gate against the real image server', () => {
         const allowed = await viaNginx(`/dicom-web/studies?StudyInstanceUID=${own}&includefield=00081030`, credentials);
         expect(allowed).toEqual({ status: 200, studies: [own] });
       }
+      // A session's study search at /dicom-web/studies is the archive's own QIDO-RS search
+      // (decisions.md 3b): whatever the spelling, it answers within user 1's scope (unit 1: A1), or
+      // refuses; every other root still goes through the validator to Orthanc.
+      const session = { authorization: `Bearer ${clinicA.token1}` };
+      for (const uri of spellings) {
+        const answer = await viaNginx(uri, session);
+        if (uri.startsWith('/dicom-web/studies?')) {
+          expect({ uri, ok: [200, 400, 403].includes(answer.status), outside: answer.studies.filter((uid) => uid !== own) })
+            .toEqual({ uri, ok: true, outside: [] });
+        } else {
+          expect({ uri, answer }).toEqual({ uri, answer: { status: 403, studies: [] } });
+        }
+      }
+      expect(await viaNginx(`/dicom-web/studies?StudyInstanceUID=${own}&includefield=00081030`, session)).toEqual({
+        status: 200,
+        studies: [own],
+      });
+      expect(await viaNginx(`/dicom-web/studies?StudyInstanceUID=${other}`, session)).toEqual({ status: 200, studies: [] });
       expect(nginx.errorLog()).not.toMatch(/auth request unexpected status/);
     });
 
