@@ -1,13 +1,13 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { AccessLogRepository } from './access-log.repository';
 import { AccessLogInterceptor } from './audit-access.decorator';
 import { AuditService } from './audit.service';
 
 /**
- * The access log (who opened which study, image or viewer token). Global so that any feature
- * module can use `@AuditAccess(...)` on a handler or inject AuditService.
+ * The access log (who opened which study, image or viewer token). Not global: a feature whose
+ * controllers use `@AuditAccess(...)` imports this module (the interceptor is built in the
+ * controller's module and needs AuditService there).
  */
-@Global()
 @Module({
   providers: [AccessLogRepository, AuditService, AccessLogInterceptor],
   exports: [AuditService, AccessLogInterceptor],

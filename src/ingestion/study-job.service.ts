@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
-import { OrthancStudy } from '../imgsrv/imgsrv.types';
+import { ImgsrvClient, OrthancStudy } from '../imgsrv';
 import { mapStudy, normaliseAet } from './dicom-mapping';
 import { IngestionQueue, StudyJobData } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';

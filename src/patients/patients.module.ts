@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { StudiesModule } from '../studies/studies.module';
+import { StudiesModule } from '../studies';
 import { PatientsController } from './patients.controller';
 import { PatientsRepository } from './patients.repository';
 import { PatientsService } from './patients.service';

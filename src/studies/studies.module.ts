@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { AuditModule } from '../audit';
+import { ImgsrvModule } from '../imgsrv';
 import { ListTotals } from './list-totals';
 import { SeriesController } from './series.controller';
 import { StudiesController } from './studies.controller';
@@ -7,6 +9,7 @@ import { StudiesService } from './studies.service';
 import { StudyImagesService } from './study-images.service';
 
 @Module({
+  imports: [AuditModule, ImgsrvModule],
   controllers: [StudiesController, SeriesController],
   providers: [StudiesRepository, StudiesService, StudyImagesService, ListTotals],
   exports: [StudiesRepository, StudiesService, ListTotals],

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { StudiesRepository } from '../studies/studies.repository';
-import { TtlCache } from './ttl-cache';
+import { StudiesRepository } from '../studies';
+import { TtlCache } from '../common/cache/ttl-cache';
 
 // A study's tenant only changes when a quarantined study is re-sent after its device is registered:
 // a minute of delay is acceptable there, and it keeps PostgreSQL off the viewer's request path.

@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
-import { StudiesModule } from '../studies/studies.module';
+import { AuditModule } from '../audit';
+import { AuthModule } from '../auth';
+import { MetricsModule } from '../operations';
+import { StudiesModule } from '../studies';
 import { StudyTenantsCache } from './study-tenants.cache';
 import { ViewerController } from './viewer.controller';
 import { ViewerService } from './viewer.service';
 import { ValidateRawRoute } from './validate.raw-route';
 
 @Module({
-  imports: [StudiesModule],
+  imports: [AuditModule, AuthModule, MetricsModule, StudiesModule],
   controllers: [ViewerController],
   providers: [ViewerService, StudyTenantsCache, ValidateRawRoute],
 })

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
-import type { AccountState, AccountStatusService } from '../auth/account-status.service';
+import type { AccountState, AccountStatusService } from '../auth';
 import type { AppConfig } from '../config/environment';
-import type { StudiesRepository } from '../studies/studies.repository';
+import type { StudiesRepository } from '../studies';
 import { StudyTenantsCache } from './study-tenants.cache';
 import { ALLOW, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService, ViewerSession } from './viewer.service';
 

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { TenantsRepository, UnitsRepository } from '../../clinics';
 import { Errors } from '../../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../../common/pagination';
-import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateModalityDto, ModalityDto, toModalityDto } from './modalities.dto';
 import { ModalitiesRepository } from './modalities.repository';
 
@@ -10,7 +11,11 @@ export const AET_TAKEN = 'The aet has already been taken.';
 
 @Injectable()
 export class ModalitiesService {
-  constructor(private readonly modalities: ModalitiesRepository) {}
+  constructor(
+    private readonly modalities: ModalitiesRepository,
+    private readonly tenants: TenantsRepository,
+    private readonly units: UnitsRepository,
+  ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<ModalityDto>> {
     const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
@@ -25,8 +30,8 @@ export class ModalitiesService {
   }
 
   async create(body: CreateModalityDto): Promise<ModalityDto> {
-    if (!(await this.modalities.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
-    const unit = await this.modalities.findUnit(body.unit_id);
+    if (!(await this.tenants.exists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const unit = await this.units.findById(body.unit_id);
     // The contract answers a unit of another clinic like an unknown one.
     if (!unit || unit.tenant_id !== body.tenant_id) throw Errors.notFound('Unit');
     // Checked first for a complete answer (both fields); the insert settles concurrent requests.

@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsDefined, IsNotEmpty, ValidateIf } from 'class-validator';
+import type { Identity } from '../../common/auth/auth-user';
 import { IsCrm } from '../../common/validation/crm';
 import { IfPresent, IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString, UuidField } from '../../common/validation/fields';
 import { IsImageDataUrl, SIGNATURE_MAX_BYTES } from '../../common/validation/image-data-url';
-import { NamedRefDto, PaginatedDto } from '../shared/responses';
+import { NamedRefDto, PaginatedDto } from '../../common/responses';
 
 const normaliseEmail = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.trim().toLowerCase() : value;
@@ -124,14 +125,7 @@ export class AdminUserDto {
 
 export class AdminUserPageDto extends PaginatedDto(AdminUserDto, 'AdminUserPage') {}
 
-export interface AdminUserRow {
-  id: string;
-  email: string;
-  name: string;
-  tenant_id: string | null;
-  unit_id: string | null;
-  is_super_admin: boolean;
-  is_tenant_admin: boolean;
+export interface AdminUserRow extends Identity {
   is_active: boolean;
   crm: string | null;
   has_signature: boolean;

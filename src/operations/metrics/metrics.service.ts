@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
 import { REDIS } from '../../common/redis/redis.module';
+import { withTimeout } from '../../common/with-timeout';
 import { SharedHistogram } from './shared-histogram';
 
 export type ViewerValidationResult = 'allowed' | 'missing_token' | 'invalid_token' | 'forbidden';
@@ -134,12 +135,4 @@ export class MetricsService {
   async ingestionLag(stage: IngestionStage, seconds: number): Promise<void> {
     await this.ingestionLagHistogram.observe({ stage }, seconds);
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('timeout')), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

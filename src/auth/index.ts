@@ -1,0 +1,7 @@
+// The auth feature's public surface: what other features may import (see eslint.config.mjs).
+export { AuthModule } from './auth.module';
+export { AccountStatusService } from './account-status.service';
+export type { AccountState } from './accounts.repository';
+export { Authenticator } from './authenticator';
+export { BCRYPT_ROUNDS } from './create-super-admin';
+export { extractAccessToken } from './jwt.strategy';
