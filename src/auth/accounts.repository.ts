@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Identity } from '../common/auth/auth-user';
+import { Identity, identityOf } from '../common/auth/auth-user';
 
 /** An account as sign-in and every authenticated request see it. */
 export interface AccountState extends Identity {
@@ -9,13 +9,18 @@ export interface AccountState extends Identity {
   usable: boolean;
 }
 
-type AccountRow = Identity & { password: string; user_active: boolean; tenant_active: boolean | null };
+type AccountRow = Identity & { user_active: boolean; tenant_active: boolean | null };
 
-/** The user and the state of its tenant, in one read (users LEFT JOIN tenants). */
-const ACCOUNT_SELECT = `
-  SELECT u.id, u.email, u.name, u.password, u.tenant_id, u.unit_id, u.is_super_admin, u.is_tenant_admin,
-         u.is_active AS user_active, t.is_active AS tenant_active
+/**
+ * The user and the state of its tenant, in one read (users LEFT JOIN tenants); `extra` adds
+ * columns (the password hash, for sign-in only).
+ */
+const accountSelect = (extra = '') => `
+  SELECT u.id, u.email, u.name, u.tenant_id, u.unit_id, u.is_super_admin, u.is_tenant_admin,
+         u.is_active AS user_active, t.is_active AS tenant_active${extra}
     FROM users u LEFT JOIN tenants t ON t.id = u.tenant_id`;
+const ACCOUNT_BY_ID = `${accountSelect()} WHERE u.id = $1`;
+const SIGN_IN_BY_EMAIL = `${accountSelect(', u.password')} WHERE lower(u.email) = lower($1)`;
 
 /** Every read of a user together with its tenant: sign-in, the per-request account check, `me`. */
 @Injectable()
@@ -23,13 +28,13 @@ export class AccountsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   async findById(userId: string): Promise<AccountState | null> {
-    const rows: AccountRow[] = await this.dataSource.query(`${ACCOUNT_SELECT} WHERE u.id = $1`, [userId]);
+    const rows: AccountRow[] = await this.dataSource.query(ACCOUNT_BY_ID, [userId]);
     return rows[0] ? accountState(rows[0]) : null;
   }
 
   /** The account and its password hash, by email (case-insensitive), for sign-in only. */
   async findForSignIn(email: string): Promise<(AccountState & { password: string }) | null> {
-    const rows: AccountRow[] = await this.dataSource.query(`${ACCOUNT_SELECT} WHERE lower(u.email) = lower($1)`, [email]);
+    const rows: Array<AccountRow & { password: string }> = await this.dataSource.query(SIGN_IN_BY_EMAIL, [email]);
     return rows[0] ? { ...accountState(rows[0]), password: rows[0].password } : null;
   }
 
@@ -48,14 +53,5 @@ export class AccountsRepository {
 }
 
 function accountState(row: AccountRow): AccountState {
-  return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    tenant_id: row.tenant_id,
-    unit_id: row.unit_id,
-    is_super_admin: row.is_super_admin,
-    is_tenant_admin: row.is_tenant_admin,
-    usable: row.user_active && (row.tenant_id === null || row.tenant_active === true),
-  };
+  return { ...identityOf(row), usable: row.user_active && (row.tenant_id === null || row.tenant_active === true) };
 }

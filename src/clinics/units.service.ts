@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../common/pagination';
+import { fetchPage, Paginated } from '../common/pagination';
 import { ADMIN_PAGE_SIZE } from '../common/responses';
 import { explicitSlug, SLUG_TAKEN } from '../common/validation/slug';
 import { CreateUnitDto, toUnitDto, UnitDto } from './units.dto';
@@ -24,14 +24,8 @@ export class UnitsService {
   ) {}
 
   async list(scope: DataScope, query: { tenant_id?: string; search?: string; page?: number }): Promise<Paginated<UnitDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.units.page(scope, {
-      tenantId: query.tenant_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toUnitDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.units.page(scope, { ...filter, offset, limit }), toUnitDto);
   }
 
   async create(body: CreateUnitDto): Promise<UnitDto> {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TenantsRepository, UnitsRepository } from '../../clinics';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateModalityDto, ModalityDto, toModalityDto } from './modalities.dto';
 import { ModalitiesRepository } from './modalities.repository';
@@ -18,15 +18,8 @@ export class ModalitiesService {
   ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<ModalityDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.modalities.page({
-      tenantId: query.tenant_id,
-      unitId: query.unit_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toModalityDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.modalities.page({ ...filter, offset, limit }), toModalityDto);
   }
 
   async create(body: CreateModalityDto): Promise<ModalityDto> {

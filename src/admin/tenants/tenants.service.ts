@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AccountStatusService } from '../../auth';
 import { TenantsRepository } from '../../clinics';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import { explicitSlug, SLUG_TAKEN, slugFromName } from '../../common/validation/slug';
 import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateTenantDto, TenantDto, toTenantDto } from './tenants.dto';
@@ -31,9 +31,7 @@ export class TenantsService {
   ) {}
 
   async list(query: { search?: string; page?: number }): Promise<Paginated<TenantDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.tenants.page({ search: query.search, offset, limit: ADMIN_PAGE_SIZE });
-    return paginated(rows.map(toTenantDto), total, page, ADMIN_PAGE_SIZE);
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.tenants.page({ search: query.search, offset, limit }), toTenantDto);
   }
 
   async create(body: CreateTenantDto): Promise<TenantDto> {

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsDefined, IsNotEmpty, ValidateIf } from 'class-validator';
-import type { Identity } from '../../common/auth/auth-user';
+import { Identity, identityOf } from '../../common/auth/auth-user';
 import { IsCrm } from '../../common/validation/crm';
 import { IfPresent, IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString, UuidField } from '../../common/validation/fields';
 import { IsImageDataUrl, SIGNATURE_MAX_BYTES } from '../../common/validation/image-data-url';
@@ -138,13 +138,7 @@ export interface AdminUserRow extends Identity {
 /** The only way a user leaves the admin API: no password, remember_token or signature. */
 export function toAdminUserDto(row: AdminUserRow): AdminUserDto {
   return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    tenant_id: row.tenant_id,
-    unit_id: row.unit_id,
-    is_super_admin: row.is_super_admin,
-    is_tenant_admin: row.is_tenant_admin,
+    ...identityOf(row),
     is_active: row.is_active,
     crm: row.crm,
     has_signature: row.has_signature,

@@ -4,7 +4,7 @@ import { AccountStatusService, BCRYPT_ROUNDS } from '../../auth';
 import { TenantsRepository, UnitsRepository } from '../../clinics';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import { uniqueViolationOf } from '../../common/validation/unique-violation';
 import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { AdminUserDto, CreateUserDto, toAdminUserDto, UpdateUserDto } from './users.dto';
@@ -23,15 +23,8 @@ export class UsersService {
   ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.users.page({
-      tenantId: query.tenant_id,
-      unitId: query.unit_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toAdminUserDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.users.page({ ...filter, offset, limit }), toAdminUserDto);
   }
 
   async create(body: CreateUserDto): Promise<AdminUserDto> {
