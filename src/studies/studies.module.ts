@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { AuditModule } from '../audit';
 import { ImgsrvModule } from '../imgsrv';
 import { ListTotals } from './list-totals';
 import { SeriesController } from './series.controller';
@@ -9,7 +8,7 @@ import { StudiesService } from './studies.service';
 import { StudyImagesService } from './study-images.service';
 
 @Module({
-  imports: [AuditModule, ImgsrvModule],
+  imports: [ImgsrvModule],
   controllers: [StudiesController, SeriesController],
   providers: [StudiesRepository, StudiesService, StudyImagesService, ListTotals],
   exports: [StudiesRepository, StudiesService, ListTotals],

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { AuditModule } from '../audit';
 import { AuthModule } from '../auth';
 import { MetricsModule } from '../operations';
 import { StudiesModule } from '../studies';
@@ -9,7 +8,7 @@ import { ViewerService } from './viewer.service';
 import { ValidateRawRoute } from './validate.raw-route';
 
 @Module({
-  imports: [AuditModule, AuthModule, MetricsModule, StudiesModule],
+  imports: [AuthModule, MetricsModule, StudiesModule],
   controllers: [ViewerController],
   providers: [ViewerService, StudyTenantsCache, ValidateRawRoute],
 })
