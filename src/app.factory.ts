@@ -45,7 +45,7 @@ function registerBodyParsers(fastify: FastifyInstance): void {
     const lenient = LENIENT_BODY_ROUTES.has(request.url.split('?')[0]);
     // Clients often send the JSON content type on body-less POSTs (logout, refresh).
     if ((body as string).trim() === '') return done(null, lenient ? {} : undefined);
-    strictJson(request, body as string, (error, value) => {
+    void strictJson(request, body as string, (error, value) => {
       if (error && lenient) return done(null, { [RAW_BODY]: body });
       done(error, value);
     });

@@ -4,13 +4,10 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { AdminModule } from './admin/admin.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
-import { QueuesModule } from './common/queues/queues.module';
-import { RedisModule } from './common/redis/redis.module';
-import { APP_CONFIG, ConfigModule } from './config/config.module';
+import { APP_CONFIG } from './config/config.module';
 import { AppConfig } from './config/environment';
-import { DatabaseModule } from './database/database.module';
+import { CoreModule } from './core.module';
 import { HealthModule } from './health/health.module';
-import { ImgsrvModule } from './imgsrv/imgsrv.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
@@ -18,13 +15,6 @@ import { PatientsModule } from './patients/patients.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
-
-/** What both processes share: configuration, PostgreSQL, Redis, the Bull queues, the image server. */
-@Module({
-  imports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule, ImgsrvModule],
-  exports: [ConfigModule, DatabaseModule, RedisModule, QueuesModule, ImgsrvModule],
-})
-export class CoreModule {}
 
 /** The HTTP API process: controllers; it only adds jobs to the queues. */
 @Module({

@@ -22,7 +22,7 @@ async function main(argv: string[]): Promise<void> {
     .action(async (options: { since?: string }) => {
       loadConfig();
       // Loaded on demand: the other commands need no Nest application.
-      const { importArchive } = await import('./ingestion/archive-import');
+      const { importArchive } = await import('./cli/archive-import');
       process.stdout.write(`${await importArchive(options)}\n`);
     });
   await program.parseAsync(argv);

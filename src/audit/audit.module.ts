@@ -4,8 +4,9 @@ import { AccessLogInterceptor } from './audit-access.decorator';
 import { AuditService } from './audit.service';
 
 /**
- * The access log (who opened which study, image or viewer token). Global so that any feature
- * module can use `@AuditAccess(...)` on a handler or inject AuditService.
+ * The access log (who opened which study, image or viewer token). Global, like logging: it is
+ * cross-cutting, and `@AuditAccess(...)` builds its interceptor in the module of whichever
+ * controller carries it, which must then reach AuditService.
  */
 @Global()
 @Module({

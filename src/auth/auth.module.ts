@@ -1,17 +1,22 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
 import { AccountStatusService } from './account-status.service';
+import { AccountsRepository } from './accounts.repository';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
+import { Authenticator } from './authenticator';
 import { JwtStrategy } from './jwt.strategy';
 import { SessionThrottlerGuard } from './session-throttler.guard';
 import { TokenService } from './token.service';
 
-/** Global so that every feature module's `@Auth()` guard finds the strategy and services. */
-@Global()
+/**
+ * Sign-in, tokens and the JWT strategy. Not global: `@Auth()` needs nothing injected (passport
+ * finds the strategy by name once this module is loaded, which the API module does); the few
+ * features that use the account state or the Authenticator import this module.
+ */
 @Module({
   imports: [
     PassportModule.register({ session: false }),
@@ -25,7 +30,15 @@ import { TokenService } from './token.service';
     }),
   ],
   controllers: [AuthController],
-  providers: [AuthService, TokenService, AccountStatusService, JwtStrategy, SessionThrottlerGuard],
-  exports: [TokenService, AccountStatusService],
+  providers: [
+    AccountsRepository,
+    AuthService,
+    TokenService,
+    AccountStatusService,
+    Authenticator,
+    JwtStrategy,
+    SessionThrottlerGuard,
+  ],
+  exports: [TokenService, AccountStatusService, Authenticator],
 })
 export class AuthModule {}

@@ -1,58 +1,32 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import * as bcrypt from 'bcryptjs';
-import { DataSource } from 'typeorm';
-import type { AuthUser } from '../common/auth/auth-user';
+import { AuthUser, Identity, identityOf } from '../common/auth/auth-user';
 import { Errors } from '../common/errors/api-errors';
 import { AccountStatusService } from './account-status.service';
+import { AccountsRepository } from './accounts.repository';
 import { MeDto, SessionDto, SessionUserDto } from './dto/session.responses';
-import { TokenService, TokenSubject } from './token.service';
+import { TokenService } from './token.service';
 
 // Compared against when the email is unknown, so both answers take as long.
 const DUMMY_HASH = bcrypt.hashSync('not-a-real-password', 10);
 
-type UserRow = TokenSubject & {
-  email: string;
-  name: string;
-  password: string;
-  is_active: boolean;
-  tenant_active: boolean | null;
-};
-
-export function sessionUser(user: TokenSubject & { email: string; name: string }): SessionUserDto {
-  return {
-    id: user.id,
-    email: user.email,
-    name: user.name,
-    tenant_id: user.tenant_id,
-    unit_id: user.unit_id,
-    is_super_admin: user.is_super_admin,
-    is_tenant_admin: user.is_tenant_admin,
-  };
+export function sessionUser(user: Identity): SessionUserDto {
+  return identityOf(user);
 }
 
 @Injectable()
 export class AuthService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly accountRows: AccountsRepository,
     private readonly tokens: TokenService,
     private readonly accounts: AccountStatusService,
   ) {}
 
   async login(email: string, password: string): Promise<SessionDto> {
-    const rows: UserRow[] = await this.dataSource.query(
-      `SELECT u.id, u.email, u.name, u.password, u.tenant_id, u.unit_id, u.is_super_admin,
-              u.is_tenant_admin, u.is_active, t.is_active AS tenant_active
-         FROM users u LEFT JOIN tenants t ON t.id = u.tenant_id
-        WHERE lower(u.email) = lower($1)`,
-      [email.trim()],
-    );
-    const user = rows[0];
+    const user = await this.accountRows.findForSignIn(email.trim());
     const matches = await bcrypt.compare(password, user?.password ?? DUMMY_HASH);
     if (!user || !matches) throw Errors.invalidCredentials();
-    if (!user.is_active || (user.tenant_id !== null && user.tenant_active !== true)) {
-      throw Errors.accountDisabled();
-    }
+    if (!user.usable) throw Errors.accountDisabled();
     return { ...this.tokens.issue(user), user: sessionUser(user) };
   }
 
@@ -76,15 +50,7 @@ export class AuthService {
   }
 
   async me(user: AuthUser): Promise<MeDto> {
-    const rows: Array<{ tenant_name: string | null; unit_name: string | null }> = await this.dataSource.query(
-      `SELECT t.name AS tenant_name, un.name AS unit_name
-         FROM users u
-         LEFT JOIN tenants t ON t.id = u.tenant_id
-         LEFT JOIN units un ON un.id = u.unit_id
-        WHERE u.id = $1`,
-      [user.id],
-    );
-    const names = rows[0] ?? { tenant_name: null, unit_name: null };
+    const names = await this.accountRows.namesOf(user.id);
     return {
       ...sessionUser(user),
       tenant: user.tenant_id ? { id: user.tenant_id, name: names.tenant_name ?? '' } : null,

@@ -52,3 +52,18 @@ export function pageOffset(page: number | undefined, perPage: number): { page: n
 export function likePattern(search: string): string {
   return `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/**
+ * One page of a list with a fixed page size: `fetch` gets the offset and limit and answers the
+ * rows and the total; each row becomes its response shape through `toDto`.
+ */
+export async function fetchPage<Row, Dto>(
+  page: number | undefined,
+  perPage: number,
+  fetch: (offset: number, limit: number) => Promise<[Row[], number]>,
+  toDto: (row: Row) => Dto,
+): Promise<Paginated<Dto>> {
+  const current = pageOffset(page, perPage);
+  const [rows, total] = await fetch(current.offset, perPage);
+  return paginated(rows.map(toDto), total, current.page, perPage);
+}

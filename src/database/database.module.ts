@@ -4,6 +4,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
 import { dataSourceOptions, openDataSource } from './data-source-options';
 
+/** TypeORM's root module is global by itself: every repository injects the one DataSource. */
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({

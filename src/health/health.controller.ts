@@ -8,6 +8,7 @@ import {
 } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { REDIS } from '../common/redis/redis.module';
+import { withTimeout } from '../common/with-timeout';
 
 @ApiTags('operations')
 @Controller('health')
@@ -32,10 +33,7 @@ export class HealthController {
   private async redisCheck() {
     const indicator = this.indicators.check('redis');
     try {
-      const answer = await Promise.race([
-        this.redis.ping(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000)),
-      ]);
+      const answer = await withTimeout(this.redis.ping(), 2000, 'timeout');
       return answer === 'PONG' ? indicator.up() : indicator.down({ message: 'unexpected answer' });
     } catch (error) {
       return indicator.down({ message: (error as Error).message });

@@ -11,7 +11,7 @@ import {
   mapStudy,
   normaliseAet,
 } from './dicom-mapping';
-import { parseSince } from './archive-import';
+import { parseSince } from './archive-import.service';
 
 describe('DICOM field mapping', () => {
   it('maps YYYYMMDD dates to YYYY-MM-DD and refuses impossible ones', () => {

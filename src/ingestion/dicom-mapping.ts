@@ -1,4 +1,4 @@
-import { DicomJsonDataset, ImageGeometry, OrthancInstance, OrthancSeries, OrthancStudy } from '../imgsrv/imgsrv.types';
+import { DicomJsonDataset, ImageGeometry, OrthancInstance, OrthancSeries, OrthancStudy } from '../imgsrv';
 
 /** Column sizes of the schema: longer values are cut rather than failing the whole study. */
 const LIMITS = { uid: 64, id: 64, name: 255, short: 16, accession: 64, description: 255 } as const;

@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ImgsrvClient, ImgsrvError } from '../imgsrv/imgsrv.client';
-import { ImageGeometry, OrthancInstance, OrthancSeries } from '../imgsrv/imgsrv.types';
+import { ImgsrvClient, ImgsrvError, ImageGeometry, OrthancInstance, OrthancSeries } from '../imgsrv';
 import { mapWithConcurrency } from './concurrency';
 import {
   geometryFromQido,

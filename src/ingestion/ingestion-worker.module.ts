@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { QueuesModule } from '../common/queues/queues.module';
+import { ImgsrvModule } from '../imgsrv';
 import { IndexJobService } from './index-job.service';
 import { IngestionQueue } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';
@@ -8,6 +10,7 @@ import { StudyJobService } from './study-job.service';
 
 /** Worker side of ingestion: the queue processors. Only the worker process imports it. */
 @Module({
+  imports: [ImgsrvModule, QueuesModule],
   providers: [IngestionQueue, IngestionRepository, StudyJobService, IndexJobService, ReconcileService, IngestionWorker],
   exports: [IngestionQueue, IngestionRepository, StudyJobService, IndexJobService, ReconcileService],
 })

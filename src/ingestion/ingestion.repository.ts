@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { ImageGeometry } from '../imgsrv/imgsrv.types';
+import { ImageGeometry } from '../imgsrv';
 import { quarantineReason, QuarantineReason, sameAddress, Sender } from './device-identity';
 import { InstanceFields, SeriesFields, StudyFields } from './dicom-mapping';
 

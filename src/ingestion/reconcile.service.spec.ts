@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
-import { OrthancChange } from '../imgsrv/imgsrv.types';
+import { ImgsrvClient, OrthancChange } from '../imgsrv';
 import { IngestionQueue } from './ingestion-queue.service';
 import { IngestionRepository, RECONCILE_POSITION_KEY, StudySyncMarker } from './ingestion.repository';
 import { ReconcileService } from './reconcile.service';

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
+import { ImgsrvClient } from '../imgsrv';
 import { IngestionQueue } from './ingestion-queue.service';
 import { IngestionRepository, RECONCILE_POSITION_KEY } from './ingestion.repository';
 

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
-import { OrthancStudy } from '../imgsrv/imgsrv.types';
-import { MetricsService, UntrustedSenderReason } from '../operations/metrics/metrics.service';
+import { ImgsrvClient, OrthancStudy } from '../imgsrv';
+import { MetricsService, UntrustedSenderReason } from '../operations';
 import { Sender } from './device-identity';
 import { mapStudy, normaliseAet } from './dicom-mapping';
 import { IngestionQueue, StudyJobData } from './ingestion-queue.service';

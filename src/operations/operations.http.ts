@@ -3,8 +3,8 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Queue } from 'bull';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AccountStatusService } from '../auth/account-status.service';
-import { TokenService } from '../auth/token.service';
+import { Authenticator } from '../auth';
+import { ErrorBodies, ErrorBody } from '../common/errors/api-errors';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../common/queues/queues.module';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
@@ -25,8 +25,7 @@ export class OperationsHttp implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: MetricsService,
-    private readonly tokens: TokenService,
-    private readonly accounts: AccountStatusService,
+    private readonly authenticator: Authenticator,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(STUDY_QUEUE) private readonly studyQueue: Queue,
     @InjectQueue(INDEX_QUEUE) private readonly indexQueue: Queue,
@@ -45,14 +44,14 @@ export class OperationsHttp implements OnModuleInit {
 
   private async guardBoard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     let status: number;
-    let body: Record<string, string>;
+    let body: ErrorBody;
     try {
-      const check = await checkSuperAdmin(request, this.tokens, this.accounts);
+      const check = await checkSuperAdmin(request, this.authenticator);
       if (check === 'super_admin') return;
-      [status, body] = check === 'forbidden' ? [403, { error: 'Forbidden' }] : [401, { message: 'Unauthenticated.' }];
+      [status, body] = check === 'forbidden' ? [403, ErrorBodies.forbidden] : [401, ErrorBodies.unauthenticated];
     } catch (error) {
       this.logger.warn(`Queue board auth check failed: ${(error as Error).message}`);
-      [status, body] = [503, { message: 'Service unavailable.' }];
+      [status, body] = [503, ErrorBodies.serviceUnavailable];
     }
     // Not cached: a signed-out operator must not see the board from a cache.
     await reply.code(status).header('cache-control', 'no-store').send(body);

@@ -10,7 +10,7 @@ import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
 import { PageQueryDto, Paginated, SearchPageQueryDto } from '../common/pagination';
-import { StudyDto, StudyPageDto } from '../studies/dto/study.responses';
+import { StudyDto, StudyPageDto } from '../studies';
 import { PatientDto, PatientPageDto } from './dto/patient.responses';
 import { PatientsService } from './patients.service';
 

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ListModule } from '../database/list';
-import { StudiesModule } from '../studies/studies.module';
+import { StudiesModule } from '../studies';
 import { PatientsController } from './patients.controller';
 import { PatientsRepository } from './patients.repository';
 import { PatientsService } from './patients.service';

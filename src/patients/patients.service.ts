@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../common/pagination';
-import { StudyDto } from '../studies/dto/study.responses';
-import { StudiesService } from '../studies/studies.service';
+import { StudyDto, StudiesService } from '../studies';
 import { PatientDto, toPatientDto } from './dto/patient.responses';
 import { PatientsRepository } from './patients.repository';
 

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import type { Readable } from 'stream';
-import { AuditAccess } from '../audit/audit-access.decorator';
+import { AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ListModule } from '../database/list';
+import { ImgsrvModule } from '../imgsrv';
 import { QidoController } from './dicom-web/qido.controller';
 import { QidoRepository } from './dicom-web/qido.repository';
 import { SeriesController } from './series.controller';
@@ -9,7 +10,7 @@ import { StudiesService } from './studies.service';
 import { StudyImagesService } from './study-images.service';
 
 @Module({
-  imports: [ListModule],
+  imports: [ListModule, ImgsrvModule],
   controllers: [StudiesController, SeriesController, QidoController],
   providers: [StudiesRepository, StudiesService, StudyImagesService, QidoRepository],
   exports: [StudiesRepository, StudiesService],

@@ -1,16 +1,10 @@
-import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { isUUID } from 'class-validator';
 import { Readable } from 'stream';
 import { DataScope } from '../common/auth/data-scope';
-import { ApiError, Errors } from '../common/errors/api-errors';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
+import { Errors } from '../common/errors/api-errors';
+import { ImgsrvClient } from '../imgsrv';
 import { StudiesRepository, ThumbnailImage } from './studies.repository';
-
-export const IMAGE_NOT_AVAILABLE = { message: 'Image not available' };
-export const THUMBNAIL_NOT_READY = { message: 'Thumbnail not ready' };
-
-const imageNotAvailable = () => new ApiError(HttpStatus.NOT_FOUND, IMAGE_NOT_AVAILABLE);
-const thumbnailNotReady = () => new ApiError(HttpStatus.NOT_FOUND, THUMBNAIL_NOT_READY);
 
 export interface ImageStream {
   contentType: string;
@@ -30,7 +24,7 @@ export class StudyImagesService {
   async studyThumbnail(scope: DataScope, studyId: string): Promise<ThumbnailImage> {
     if (!(await this.studies.studyExists(scope, studyId))) throw Errors.notFound('Study');
     const thumbnail = await this.studies.findThumbnail(studyId, null);
-    if (!thumbnail) throw thumbnailNotReady();
+    if (!thumbnail) throw Errors.thumbnailNotReady();
     return thumbnail;
   }
 
@@ -39,7 +33,7 @@ export class StudyImagesService {
     if (!found.study) throw Errors.notFound('Study');
     if (!found.series) throw Errors.notFound('Series');
     const thumbnail = await this.studies.findThumbnail(studyId, seriesId);
-    if (!thumbnail) throw thumbnailNotReady();
+    if (!thumbnail) throw Errors.thumbnailNotReady();
     return thumbnail;
   }
 
@@ -50,15 +44,15 @@ export class StudyImagesService {
    * upstream failure before any byte still becomes a 404 rather than a broken 200.
    */
   async rendered(scope: DataScope, studyId: string, instanceId: string): Promise<ImageStream> {
-    if (!isUUID(studyId) || !isUUID(instanceId)) throw imageNotAvailable();
+    if (!isUUID(studyId) || !isUUID(instanceId)) throw Errors.imageNotAvailable();
     const imgsrvInstanceId = await this.studies.findImgsrvInstanceId(scope, studyId, instanceId);
-    if (!imgsrvInstanceId) throw imageNotAvailable();
+    if (!imgsrvInstanceId) throw Errors.imageNotAvailable();
     try {
       const image = await this.imgsrv.renderedJpeg(imgsrvInstanceId);
       return { contentType: image.contentType, body: await startedStream(image.stream) };
     } catch (error) {
       this.logger.warn(`Rendering instance ${instanceId} failed: ${(error as Error)?.message ?? error}`);
-      throw imageNotAvailable();
+      throw Errors.imageNotAvailable();
     }
   }
 }

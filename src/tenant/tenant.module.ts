@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module';
+import { ClinicsModule } from '../clinics';
 import { SettingsController } from './settings/settings.controller';
 import { SettingsService } from './settings/settings.service';
 import { TemplatesController } from './templates/templates.controller';
@@ -9,7 +9,7 @@ import { TenantUnitsController } from './units/tenant-units.controller';
 
 /** /api/tenant: the caller's clinic — units, report templates and settings. Writes need a tenant admin. */
 @Module({
-  imports: [AdminModule],
+  imports: [ClinicsModule],
   controllers: [TenantUnitsController, TemplatesController, SettingsController],
   providers: [TemplatesRepository, TemplatesService, SettingsService],
 })

@@ -1,5 +1,5 @@
 import type { RecordPlace } from '../common/auth/data-scope';
-import type { StudiesRepository } from '../studies/studies.repository';
+import type { StudiesRepository } from '../studies';
 import { MAX_CONCURRENT_LOOKUPS, MAX_QUEUED_UIDS, StudyPlacesCache } from './study-places.cache';
 
 const PLACE: RecordPlace = { tenant_id: 't', unit_id: 'u' };

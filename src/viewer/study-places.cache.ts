@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { RecordPlace } from '../common/auth/data-scope';
-import { StudiesRepository } from '../studies/studies.repository';
-import { TtlCache } from './ttl-cache';
+import { StudiesRepository } from '../studies';
+import { TtlCache } from '../common/cache/ttl-cache';
 
 export type StudyPlaces = readonly RecordPlace[];
 

@@ -3,7 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'http';
 import { performance } from 'perf_hooks';
 import { FastifyAdapterWithRawRoutes, requestIdOf } from '../common/http/raw-routes';
-import { MetricsService } from '../operations/metrics/metrics.service';
+import { MetricsService } from '../operations';
 import { verdictResponse } from './verdict-response';
 import { FORBIDDEN, Verdict, ViewerService } from './viewer.service';
 

@@ -12,7 +12,7 @@ import {
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthUser } from '../common/auth/auth-user';
-import { AuditAccess } from '../audit/audit-access.decorator';
+import { AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
 import { IssueViewerTokenDto, ViewerTokenDto } from './dto/issue-viewer-token.dto';

@@ -1,9 +1,8 @@
 import type Redis from 'ioredis';
-import type { AccountState, AccountStatusService } from '../auth/account-status.service';
+import type { AccountState, AccountStatusService, TokenService } from '../auth';
 import type { AppConfig } from '../config/environment';
-import type { TokenService } from '../auth/token.service';
 import type { RecordPlace } from '../common/auth/data-scope';
-import type { StudiesRepository } from '../studies/studies.repository';
+import type { StudiesRepository } from '../studies';
 import { StudyPlacesCache } from './study-places.cache';
 import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService, ViewerSession } from './viewer.service';
 

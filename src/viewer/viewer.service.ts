@@ -4,21 +4,20 @@ import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
 import fastifyCookie from '@fastify/cookie';
 import type { IncomingHttpHeaders } from 'http';
-import { AccountState, AccountStatusService } from '../auth/account-status.service';
-import { ACCESS_COOKIE } from '../auth/jwt.strategy';
-import { TokenService } from '../auth/token.service';
+import { AccountState, AccountStatusService, ACCESS_COOKIE, TokenService } from '../auth';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope, RecordPlace, scopeIncludes, scopeOf } from '../common/auth/data-scope';
 import { ApiError } from '../common/errors/api-errors';
 import { REDIS } from '../common/redis/redis.module';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
-import { MetricsService, ViewerValidationResult } from '../operations/metrics/metrics.service';
-import { StudiesRepository } from '../studies/studies.repository';
+import { MetricsService, ViewerValidationResult } from '../operations';
+import { StudiesRepository } from '../studies';
 import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
 import { extractStudyUids } from './study-uids';
 import { StudyPlaces, StudyPlacesCache } from './study-places.cache';
-import { TtlCache } from './ttl-cache';
+import { TtlCache } from '../common/cache/ttl-cache';
+import { withTimeout } from '../common/with-timeout';
 
 /** What a viewer token grants, stored in Redis under `viewer:<token>` for VIEWER_TOKEN_TTL seconds. */
 export interface ViewerSession {
@@ -274,12 +273,4 @@ function parseSession(text: string): ViewerSession | undefined {
     // A value we did not write: no session.
   }
   return undefined;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

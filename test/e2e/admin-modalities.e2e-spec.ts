@@ -2,15 +2,13 @@ import { randomUUID } from 'crypto';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
-import { ISO, PAGE_KEYS, tag } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag } from '../support/expectations';
 
 const MODALITY_KEYS = ['aet', 'created_at', 'id', 'ip_address', 'name', 'tenant', 'tenant_id', 'unit', 'unit_id', 'updated_at'];
 const NAME_TAKEN = 'A modality with that name already exists in this unit.';
 const AET_TAKEN = 'The aet has already been taken.';
 /** A unique AE title of at most 16 characters. */
 const aet = (prefix = 'AE') => `${prefix}${randomUUID().replace(/-/g, '').slice(0, 10)}`.toUpperCase();
-const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
-
 async function createModality(db: DataSource, tenantId: string, unitId: string, values: { name?: string; aet?: string } = {}) {
   const [row] = await db.query(
     `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '10.0.0.1')

@@ -1,12 +1,10 @@
 import { randomUUID } from 'crypto';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
-import { ISO, PAGE_KEYS, tag } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag } from '../support/expectations';
 
 const UNIT_KEYS = ['created_at', 'id', 'is_active', 'name', 'slug', 'tenant_id', 'updated_at'];
 const UNIT_TAKEN = 'A unit with that name already exists for this clinic.';
-const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
-
 describe('Admin: units (/api/admin/units)', () => {
   let t: TestApp;
   let superToken: string;

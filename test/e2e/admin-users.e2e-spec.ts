@@ -2,7 +2,7 @@ import { randomUUID } from 'crypto';
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
-import { ISO, PAGE_KEYS, tag } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag } from '../support/expectations';
 
 const USER_KEYS = [
   'created_at',
@@ -25,8 +25,6 @@ const UNIT_OUTSIDE = 'The selected unit does not belong to the selected clinic.'
 const CRM_MESSAGE = 'The crm field must have the format NNNN/SS to NNNNNN/SS (4 to 6 digits, "/", 2 uppercase letters).';
 const NOT_DATA_URL = 'The signature must be a data URL starting with data:image/jpeg;base64, or data:image/png;base64,.';
 const NOT_IMAGE = 'The signature is not a valid image of the declared type (JPEG or PNG).';
-const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
-
 describe('Admin: users (/api/admin/users)', () => {
   let t: TestApp;
   let superUser: { id: string };

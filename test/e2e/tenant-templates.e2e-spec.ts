@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
-import { ISO, PAGE_KEYS, tag } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag } from '../support/expectations';
 
 const TEMPLATE_KEYS = [
   'assets',
@@ -21,8 +21,6 @@ const TEMPLATE_KEYS = [
   'updated_at',
 ];
 const UNIT_INVALID = 'The selected unit id is invalid.';
-const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
-
 interface TemplateRow {
   id: string;
   name: string;

@@ -1,12 +1,10 @@
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
-import { PAGE_KEYS, tag } from '../support/expectations';
+import { ids, PAGE_KEYS, tag } from '../support/expectations';
 
 const UNIT_KEYS = ['created_at', 'id', 'is_active', 'name', 'slug', 'tenant_id', 'updated_at'];
 const NOT_DATA_URL = 'The logo must be a data URL starting with data:image/jpeg;base64, or data:image/png;base64,.';
-const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
-
 describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)', () => {
   let t: TestApp;
   let superToken: string;

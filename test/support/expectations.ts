@@ -8,3 +8,6 @@ export const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'tota
 
 /** A short random tag that keeps names unique across tests sharing one database. */
 export const tag = () => randomUUID().slice(0, 8);
+
+/** The ids of a page's rows, in order. */
+export const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);

@@ -20,7 +20,8 @@ import { INDEX_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module'
 import { APP_CONFIG } from '../../src/config/config.module';
 import { AppConfig } from '../../src/config/environment';
 import { nestLogLevels } from '../../src/config/log-levels';
-import { ArchiveImportModule, ArchiveImportService } from '../../src/ingestion/archive-import';
+import { ArchiveImportModule } from '../../src/cli/archive-import';
+import { ArchiveImportService } from '../../src/ingestion/archive-import.service';
 import { createTestApp, TestApp } from '../support/app';
 import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../support/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';

@@ -10,8 +10,8 @@ import {
 } from '@nestjs/swagger';
 import { Auth } from '../../common/auth/decorators';
 import { Paginated } from '../../common/pagination';
-import { TenantUnitFilterQueryDto } from '../shared/list-queries';
-import { NotFoundDto, ValidationErrorDto } from '../shared/responses';
+import { TenantUnitFilterQueryDto } from '../../common/list-queries';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
 import { CreateModalityDto, ModalityDto, ModalityPageDto } from './modalities.dto';
 import { ModalitiesService } from './modalities.service';
 

@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsDefined, IsNotEmpty } from 'class-validator';
 import { StringRules, TrimmedString, trimString, UuidField } from '../../common/validation/fields';
-import { NamedRefDto, PaginatedDto } from '../shared/responses';
+import { NamedRefDto, PaginatedDto } from '../../common/responses';
 
 /** DICOM's AE title repertoire: printable ASCII without the backslash. */
 const AET_CHARACTERS = /^[\x20-\x5B\x5D-\x7E]+$/;

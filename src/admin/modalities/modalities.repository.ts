@@ -1,17 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
-import { likePattern } from '../../common/pagination';
 import { Modality, Tenant, Unit } from '../../database/entities';
+import { rawPage, TenantUnitPageFilter } from '../../database/raw-page';
 import type { ModalityRow } from './modalities.dto';
-
-export interface ModalityFilter {
-  tenantId?: string;
-  unitId?: string;
-  search?: string;
-  offset: number;
-  limit: number;
-}
 
 @Injectable()
 export class ModalitiesRepository {
@@ -37,36 +29,12 @@ export class ModalitiesRepository {
       ]);
   }
 
-  async page(filter: ModalityFilter): Promise<[ModalityRow[], number]> {
-    const qb = this.rows();
-    if (filter.tenantId) qb.andWhere('m.tenant_id = :tenantId', { tenantId: filter.tenantId });
-    if (filter.unitId) qb.andWhere('m.unit_id = :unitId', { unitId: filter.unitId });
-    if (filter.search) {
-      qb.andWhere('(m.name ILIKE :pattern OR m.aet ILIKE :pattern)', { pattern: likePattern(filter.search) });
-    }
-    const [rows, total] = await Promise.all([
-      qb
-        .clone()
-        .orderBy('lower(m.name)', 'ASC')
-        .addOrderBy('m.id', 'ASC')
-        .offset(filter.offset)
-        .limit(filter.limit)
-        .getRawMany<ModalityRow>(),
-      qb.getCount(),
-    ]);
-    return [rows, total];
+  page(filter: TenantUnitPageFilter): Promise<[ModalityRow[], number]> {
+    return rawPage(this.rows(), 'm', ['name', 'aet'], filter);
   }
 
   async findRow(id: string): Promise<ModalityRow | null> {
     return (await this.rows().where('m.id = :id', { id }).getRawOne<ModalityRow>()) ?? null;
-  }
-
-  tenantExists(tenantId: string): Promise<boolean> {
-    return this.dataSource.getRepository(Tenant).existsBy({ id: tenantId });
-  }
-
-  findUnit(unitId: string): Promise<Unit | null> {
-    return this.dataSource.getRepository(Unit).findOneBy({ id: unitId });
   }
 
   async taken(unitId: string, name: string, aet: string): Promise<{ name: boolean; aet: boolean }> {

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { TenantsRepository, UnitsRepository } from '../../clinics';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
-import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { fetchPage, Paginated } from '../../common/pagination';
+import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateModalityDto, ModalityDto, toModalityDto } from './modalities.dto';
 import { ModalitiesRepository } from './modalities.repository';
 
@@ -10,23 +11,20 @@ export const AET_TAKEN = 'The aet has already been taken.';
 
 @Injectable()
 export class ModalitiesService {
-  constructor(private readonly modalities: ModalitiesRepository) {}
+  constructor(
+    private readonly modalities: ModalitiesRepository,
+    private readonly tenants: TenantsRepository,
+    private readonly units: UnitsRepository,
+  ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<ModalityDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.modalities.page({
-      tenantId: query.tenant_id,
-      unitId: query.unit_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toModalityDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.modalities.page({ ...filter, offset, limit }), toModalityDto);
   }
 
   async create(body: CreateModalityDto): Promise<ModalityDto> {
-    if (!(await this.modalities.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
-    const unit = await this.modalities.findUnit(body.unit_id);
+    if (!(await this.tenants.exists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const unit = await this.units.findById(body.unit_id);
     // The contract answers a unit of another clinic like an unknown one.
     if (!unit || unit.tenant_id !== body.tenant_id) throw Errors.notFound('Unit');
     // Checked first for a complete answer (both fields); the insert settles concurrent requests.

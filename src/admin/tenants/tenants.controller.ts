@@ -11,7 +11,7 @@ import {
 import { Auth } from '../../common/auth/decorators';
 import { UuidParam } from '../../common/http/uuid-param';
 import { Paginated, SearchPageQueryDto } from '../../common/pagination';
-import { NotFoundDto, ValidationErrorDto } from '../shared/responses';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
 import { CreateTenantDto, TenantDto, TenantPageDto, TenantStatusDto } from './tenants.dto';
 import { TenantsService } from './tenants.service';
 

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsDefined } from 'class-validator';
 import { IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString } from '../../common/validation/fields';
 import type { Tenant } from '../../database/entities';
-import { PaginatedDto } from '../shared/responses';
+import { PaginatedDto } from '../../common/responses';
 
 export class CreateTenantDto {
   @ApiProperty({ maxLength: 255, example: 'Clínica São Paulo' })

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { AccountStatusService } from '../../auth/account-status.service';
+import { AccountStatusService } from '../../auth';
+import { TenantsRepository } from '../../clinics';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
-import { normaliseSlug, SLUG_MAX_LENGTH, slugFromName } from '../../common/validation/slug';
-import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { fetchPage, Paginated } from '../../common/pagination';
+import { explicitSlug, SLUG_TAKEN, slugFromName } from '../../common/validation/slug';
+import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateTenantDto, TenantDto, toTenantDto } from './tenants.dto';
-import { TenantsRepository } from './tenants.repository';
+
 
 export const TENANT_NAME_TAKEN = 'A clinic with that name already exists.';
-export const SLUG_TAKEN = 'The slug has already been taken.';
 export const QUARANTINE_SLUG = 'quarantine';
 
 /** Resolves the slug a create request asks for, or explains in the contract's 422 why it cannot. */
@@ -20,12 +20,7 @@ export function requestedSlug(explicit: string | null | undefined, name: string)
     }
     return derived;
   }
-  const slug = normaliseSlug(explicit);
-  if (!slug) throw Errors.fieldInvalid('slug', 'The slug must contain at least one letter or digit.');
-  if (slug.length > SLUG_MAX_LENGTH) {
-    throw Errors.fieldInvalid('slug', `The slug field must not be greater than ${SLUG_MAX_LENGTH} characters.`);
-  }
-  return slug;
+  return explicitSlug(explicit);
 }
 
 @Injectable()
@@ -36,9 +31,7 @@ export class TenantsService {
   ) {}
 
   async list(query: { search?: string; page?: number }): Promise<Paginated<TenantDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.tenants.page({ search: query.search, offset, limit: ADMIN_PAGE_SIZE });
-    return paginated(rows.map(toTenantDto), total, page, ADMIN_PAGE_SIZE);
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.tenants.page({ search: query.search, offset, limit }), toTenantDto);
   }
 
   async create(body: CreateTenantDto): Promise<TenantDto> {

@@ -11,10 +11,9 @@ import {
 import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope } from '../../common/auth/decorators';
 import { Paginated } from '../../common/pagination';
-import { TenantFilterQueryDto } from '../shared/list-queries';
-import { NotFoundDto, ValidationErrorDto } from '../shared/responses';
-import { CreateUnitDto, UnitDto, UnitPageDto } from './units.dto';
-import { UnitsService } from './units.service';
+import { TenantFilterQueryDto } from '../../common/list-queries';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
+import { CreateUnitDto, UnitDto, UnitPageDto, UnitsService } from '../../clinics';
 
 @ApiTags('admin')
 @Auth('super_admin')

@@ -12,8 +12,8 @@ import type { AuthUser } from '../../common/auth/auth-user';
 import { Auth, CurrentUser } from '../../common/auth/decorators';
 import { UuidParam } from '../../common/http/uuid-param';
 import { Paginated } from '../../common/pagination';
-import { TenantUnitFilterQueryDto } from '../shared/list-queries';
-import { NotFoundDto, ValidationErrorDto } from '../shared/responses';
+import { TenantUnitFilterQueryDto } from '../../common/list-queries';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
 import { AdminUserDto, AdminUserPageDto, CreateUserDto, UpdateUserDto } from './users.dto';
 import { UsersService } from './users.service';
 

@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { Equals, IsDefined, IsNotEmpty, ValidateIf } from 'class-validator';
+import { Identity, identityOf } from '../../common/auth/auth-user';
 import { IsCrm } from '../../common/validation/crm';
 import { IfPresent, IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString, UuidField } from '../../common/validation/fields';
 import { IsImageDataUrl, SIGNATURE_MAX_BYTES } from '../../common/validation/image-data-url';
-import { NamedRefDto, PaginatedDto } from '../shared/responses';
+import { NamedRefDto, PaginatedDto } from '../../common/responses';
 
 const normaliseEmail = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.trim().toLowerCase() : value;
@@ -124,14 +125,7 @@ export class AdminUserDto {
 
 export class AdminUserPageDto extends PaginatedDto(AdminUserDto, 'AdminUserPage') {}
 
-export interface AdminUserRow {
-  id: string;
-  email: string;
-  name: string;
-  tenant_id: string | null;
-  unit_id: string | null;
-  is_super_admin: boolean;
-  is_tenant_admin: boolean;
+export interface AdminUserRow extends Identity {
   is_active: boolean;
   crm: string | null;
   has_signature: boolean;
@@ -144,13 +138,7 @@ export interface AdminUserRow {
 /** The only way a user leaves the admin API: no password, remember_token or signature. */
 export function toAdminUserDto(row: AdminUserRow): AdminUserDto {
   return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    tenant_id: row.tenant_id,
-    unit_id: row.unit_id,
-    is_super_admin: row.is_super_admin,
-    is_tenant_admin: row.is_tenant_admin,
+    ...identityOf(row),
     is_active: row.is_active,
     crm: row.crm,
     has_signature: row.has_signature,

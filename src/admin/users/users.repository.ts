@@ -1,19 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
-import { likePattern } from '../../common/pagination';
 import { Tenant, Unit, User } from '../../database/entities';
+import { rawPage, TenantUnitPageFilter } from '../../database/raw-page';
 import type { AdminUserRow } from './users.dto';
 
 export const USER_EMAIL_INDEX = 'users_email_lower_key';
-
-export interface UserFilter {
-  tenantId?: string;
-  unitId?: string;
-  search?: string;
-  offset: number;
-  limit: number;
-}
 
 export interface NewUser {
   tenant_id: string;
@@ -59,36 +51,12 @@ export class UsersRepository {
       ]);
   }
 
-  async page(filter: UserFilter): Promise<[AdminUserRow[], number]> {
-    const qb = this.rows();
-    if (filter.tenantId) qb.andWhere('u.tenant_id = :tenantId', { tenantId: filter.tenantId });
-    if (filter.unitId) qb.andWhere('u.unit_id = :unitId', { unitId: filter.unitId });
-    if (filter.search) {
-      qb.andWhere('(u.name ILIKE :pattern OR u.email ILIKE :pattern)', { pattern: likePattern(filter.search) });
-    }
-    const [rows, total] = await Promise.all([
-      qb
-        .clone()
-        .orderBy('lower(u.name)', 'ASC')
-        .addOrderBy('u.id', 'ASC')
-        .offset(filter.offset)
-        .limit(filter.limit)
-        .getRawMany<AdminUserRow>(),
-      qb.getCount(),
-    ]);
-    return [rows, total];
+  page(filter: TenantUnitPageFilter): Promise<[AdminUserRow[], number]> {
+    return rawPage(this.rows(), 'u', ['name', 'email'], filter);
   }
 
   async findRow(id: string): Promise<AdminUserRow | null> {
     return (await this.rows().where('u.id = :id', { id }).getRawOne<AdminUserRow>()) ?? null;
-  }
-
-  tenantExists(tenantId: string): Promise<boolean> {
-    return this.dataSource.getRepository(Tenant).existsBy({ id: tenantId });
-  }
-
-  findUnit(unitId: string): Promise<Unit | null> {
-    return this.dataSource.getRepository(Unit).findOneBy({ id: unitId });
   }
 
   async emailTaken(email: string, exceptId?: string): Promise<boolean> {

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import * as bcrypt from 'bcryptjs';
-import { AccountStatusService } from '../../auth/account-status.service';
-import { BCRYPT_ROUNDS } from '../../auth/create-super-admin';
+import { AccountStatusService, BCRYPT_ROUNDS } from '../../auth';
+import { TenantsRepository, UnitsRepository } from '../../clinics';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import { uniqueViolationOf } from '../../common/validation/unique-violation';
-import { ADMIN_PAGE_SIZE } from '../shared/responses';
+import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { AdminUserDto, CreateUserDto, toAdminUserDto, UpdateUserDto } from './users.dto';
 import { USER_EMAIL_INDEX, UserChanges, UsersRepository } from './users.repository';
 
@@ -17,24 +17,19 @@ export const UNIT_OUTSIDE_TENANT = 'The selected unit does not belong to the sel
 export class UsersService {
   constructor(
     private readonly users: UsersRepository,
+    private readonly tenants: TenantsRepository,
+    private readonly units: UnitsRepository,
     private readonly accounts: AccountStatusService,
   ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.users.page({
-      tenantId: query.tenant_id,
-      unitId: query.unit_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toAdminUserDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.users.page({ ...filter, offset, limit }), toAdminUserDto);
   }
 
   async create(body: CreateUserDto): Promise<AdminUserDto> {
-    if (!(await this.users.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
-    const unit = await this.users.findUnit(body.unit_id);
+    if (!(await this.tenants.exists(body.tenant_id))) throw Errors.notFound('Tenant');
+    const unit = await this.units.findById(body.unit_id);
     if (!unit) throw Errors.notFound('Unit');
     if (unit.tenant_id !== body.tenant_id) throw Errors.fieldInvalid('unit_id', UNIT_OUTSIDE_TENANT);
     if (await this.users.emailTaken(body.email)) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
@@ -62,13 +57,13 @@ export class UsersService {
     if (caller.id === id && body.is_active === false) {
       throw Errors.fieldInvalid('is_active', 'You cannot deactivate your own account.');
     }
-    if (body.tenant_id !== undefined && !(await this.users.tenantExists(body.tenant_id))) {
+    if (body.tenant_id !== undefined && !(await this.tenants.exists(body.tenant_id))) {
       throw Errors.notFound('Tenant');
     }
     if (body.unit_id !== undefined || body.tenant_id !== undefined) {
       const tenantId = body.tenant_id ?? current.tenant_id;
       const unitId = body.unit_id ?? current.unit_id;
-      const unit = unitId ? await this.users.findUnit(unitId) : null;
+      const unit = unitId ? await this.units.findById(unitId) : null;
       if (body.unit_id !== undefined && !unit) throw Errors.notFound('Unit');
       // Moving a user to another clinic without naming a unit there leaves the old unit behind.
       if (unit && unit.tenant_id !== tenantId) throw Errors.fieldInvalid('unit_id', UNIT_OUTSIDE_TENANT);

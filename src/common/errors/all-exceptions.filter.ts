@@ -1,32 +1,32 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ThrottlerException } from '@nestjs/throttler';
-import { ApiError } from './api-errors';
+import { ApiError, ErrorBodies } from './api-errors';
 import { loggedUrl } from '../http/logged-url';
 
 /** Bodies for errors that Nest or Fastify raise without our shape. */
 export function defaultBodyFor(status: number, message?: string): Record<string, unknown> {
   switch (status) {
     case 400:
-      return { message: message && !/^Bad Request/.test(message) ? message : 'Bad request.' };
+      return message && !/^Bad Request/.test(message) ? { message } : ErrorBodies.badRequest;
     case 401:
-      return { message: 'Unauthenticated.' };
+      return ErrorBodies.unauthenticated;
     case 403:
-      return { error: 'Forbidden' };
+      return ErrorBodies.forbidden;
     case 404:
-      return { message: 'Not found.' };
+      return ErrorBodies.notFound;
     case 405:
-      return { message: 'Method not allowed.' };
+      return ErrorBodies.methodNotAllowed;
     case 413:
-      return { message: 'Payload too large.' };
+      return ErrorBodies.payloadTooLarge;
     case 415:
-      return { message: 'Unsupported media type.' };
+      return ErrorBodies.unsupportedMediaType;
     case 429:
-      return { message: 'Too Many Attempts.' };
+      return ErrorBodies.tooManyAttempts;
     case 503:
-      return { message: 'Service unavailable.' };
+      return ErrorBodies.serviceUnavailable;
     default:
-      return status >= 500 ? { message: 'Server error.' } : { message: message ?? 'Request error.' };
+      return status >= 500 ? ErrorBodies.serverError : { message: message ?? 'Request error.' };
   }
 }
 
@@ -68,7 +68,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const fastifyStatus = (exception as { statusCode?: unknown })?.statusCode;
     if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
       // Fastify's own errors: body parsing, content type, body size.
-      const message = fastifyStatus === 400 ? 'Malformed request body.' : undefined;
+      const message = fastifyStatus === 400 ? ErrorBodies.malformedBody.message : undefined;
       return { status: fastifyStatus, body: defaultBodyFor(fastifyStatus, message) };
     }
     if (isDependencyDown(exception)) {

@@ -1,9 +1,41 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 
 /**
- * The contract's error bodies. Services throw these; the global filter sends their body as is.
- * Keep every literal of the spec's Errors table here, so it is written once.
+ * Every error body of the contract, written once: services throw them through `Errors`, the global
+ * filter answers with them, and the routes Nest does not own (the queue board, /metrics, the
+ * viewer's raw validate route) send them as they are.
  */
+export const ErrorBodies = {
+  unauthenticated: { message: 'Unauthenticated.' },
+  invalidCredentials: { error: 'Credenciais inválidas.' },
+  refreshWindowExpired: { message: 'Token Refresh window has expired' },
+  tokenBlacklisted: { message: 'The token has been blacklisted' },
+  accountDisabled: { error: 'Conta desativada.' },
+  forbidden: { error: 'Forbidden' },
+  badRequest: { message: 'Bad request.' },
+  malformedBody: { message: 'Malformed request body.' },
+  notFound: { message: 'Not found.' },
+  methodNotAllowed: { message: 'Method not allowed.' },
+  payloadTooLarge: { message: 'Payload too large.' },
+  unsupportedMediaType: { message: 'Unsupported media type.' },
+  tooManyAttempts: { message: 'Too Many Attempts.' },
+  serviceUnavailable: { message: 'Service unavailable.' },
+  serverError: { message: 'Server error.' },
+  /** A study's image or rendered frame the image server cannot give. */
+  imageNotAvailable: { message: 'Image not available' },
+  thumbnailNotReady: { message: 'Thumbnail not ready' },
+  /** The image server's webhook (the Laravel-era contract's own wording). */
+  webhookUnauthorized: { error: 'Unauthorized' },
+  webhookIdMissing: { error: 'ID not provided' },
+  /** The viewer's token validation (nginx auth_request) and token issue. */
+  viewerTokenMissing: { error: 'Missing token' },
+  viewerTokenInvalid: { error: 'Invalid or expired token' },
+  viewerStudyNotFound: { error: 'Study not found' },
+} as const;
+
+export type ErrorBody = (typeof ErrorBodies)[keyof typeof ErrorBodies];
+
+/** An error with the contract's body. Services throw these; the global filter sends the body as is. */
 export class ApiError extends HttpException {
   constructor(status: number, body: Record<string, unknown>) {
     super(body, status);
@@ -11,14 +43,17 @@ export class ApiError extends HttpException {
 }
 
 export const Errors = {
-  unauthenticated: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'Unauthenticated.' }),
-  invalidCredentials: () => new ApiError(HttpStatus.UNAUTHORIZED, { error: 'Credenciais inválidas.' }),
-  refreshWindowExpired: () =>
-    new ApiError(HttpStatus.UNAUTHORIZED, { message: 'Token Refresh window has expired' }),
-  tokenBlacklisted: () =>
-    new ApiError(HttpStatus.UNAUTHORIZED, { message: 'The token has been blacklisted' }),
-  accountDisabled: () => new ApiError(HttpStatus.FORBIDDEN, { error: 'Conta desativada.' }),
-  forbidden: () => new ApiError(HttpStatus.FORBIDDEN, { error: 'Forbidden' }),
+  unauthenticated: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.unauthenticated),
+  invalidCredentials: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.invalidCredentials),
+  refreshWindowExpired: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.refreshWindowExpired),
+  tokenBlacklisted: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.tokenBlacklisted),
+  accountDisabled: () => new ApiError(HttpStatus.FORBIDDEN, ErrorBodies.accountDisabled),
+  forbidden: () => new ApiError(HttpStatus.FORBIDDEN, ErrorBodies.forbidden),
+  serviceUnavailable: () => new ApiError(HttpStatus.SERVICE_UNAVAILABLE, ErrorBodies.serviceUnavailable),
+  imageNotAvailable: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.imageNotAvailable),
+  thumbnailNotReady: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.thumbnailNotReady),
+  webhookUnauthorized: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.webhookUnauthorized),
+  webhookIdMissing: () => new ApiError(HttpStatus.BAD_REQUEST, ErrorBodies.webhookIdMissing),
   /** `{ message: "<What> not found." }`, e.g. notFound('Study'). */
   notFound: (what: string) => new ApiError(HttpStatus.NOT_FOUND, { message: `${what} not found.` }),
   /** 422 with the spec's shape; `errors` keyed by the request's own field names. */

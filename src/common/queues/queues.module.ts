@@ -1,5 +1,5 @@
 import { BullModule } from '@nestjs/bull';
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { APP_CONFIG } from '../../config/config.module';
 import { AppConfig } from '../../config/environment';
 
@@ -12,8 +12,10 @@ export const RECONCILE_QUEUE = 'reconcile';
 
 export const QUEUE_NAMES = [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE];
 
-/** Bull connected to REDIS_URL with QUEUE_PREFIX; shared by the API (producer) and the worker. */
-@Global()
+/**
+ * Bull connected to REDIS_URL with QUEUE_PREFIX; shared by the API (producer) and the worker. Not
+ * global: only the queue code (ingestion) and operations may touch queues, and they import it.
+ */
 @Module({
   imports: [
     BullModule.forRootAsync({

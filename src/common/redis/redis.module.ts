@@ -28,6 +28,10 @@ class RedisShutdown implements OnApplicationShutdown {
   }
 }
 
+/**
+ * Global: one connection per process, used for cross-cutting state (token blacklist, viewer tokens,
+ * rate limits, caches, health) by auth, viewer, operations and health alike.
+ */
 @Global()
 @Module({
   providers: [

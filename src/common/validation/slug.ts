@@ -1,4 +1,5 @@
 import slugify from 'slugify';
+import { Errors } from '../errors/api-errors';
 
 /** Longest slug the schema stores. */
 export const SLUG_MAX_LENGTH = 255;
@@ -20,4 +21,17 @@ export function normaliseSlug(input: string): string {
 /** A slug derived from a name: cut to the stored length without leaving a trailing hyphen. */
 export function slugFromName(name: string): string {
   return normaliseSlug(name).slice(0, SLUG_MAX_LENGTH).replace(/-+$/, '');
+}
+
+/** The contract's 422 message when another tenant or unit holds the slug. */
+export const SLUG_TAKEN = 'The slug has already been taken.';
+
+/** A slug the request gave explicitly, normalised; the contract's 422 when nothing usable is left. */
+export function explicitSlug(explicit: string): string {
+  const slug = normaliseSlug(explicit);
+  if (!slug) throw Errors.fieldInvalid('slug', 'The slug must contain at least one letter or digit.');
+  if (slug.length > SLUG_MAX_LENGTH) {
+    throw Errors.fieldInvalid('slug', `The slug field must not be greater than ${SLUG_MAX_LENGTH} characters.`);
+  }
+  return slug;
 }

@@ -1,9 +1,13 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
+import { QueuesModule } from '../../common/queues/queues.module';
 import { MetricsService } from './metrics.service';
 
-/** Global so that any feature module (the viewer's validation, the ingestion jobs) can report. */
-@Global()
+/**
+ * The Prometheus registry and its collectors. Not global: the features that report (the viewer's
+ * validation; operations, which records job durations) import it.
+ */
 @Module({
+  imports: [QueuesModule],
   providers: [MetricsService],
   exports: [MetricsService],
 })

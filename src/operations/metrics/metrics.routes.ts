@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MetricsService } from './metrics.service';
+import { ErrorBodies } from '../../common/errors/api-errors';
 
 export const METRICS_PATH = '/metrics';
 
@@ -36,7 +37,7 @@ export function registerMetricsRoute(fastify: FastifyInstance, metrics: MetricsS
           .code(401)
           .header('www-authenticate', 'Bearer')
           .header('cache-control', 'no-store')
-          .send({ message: 'Unauthenticated.' });
+          .send(ErrorBodies.unauthenticated);
       }
       const text = await metrics.render();
       return reply.header('content-type', metrics.contentType).header('cache-control', 'no-store').send(text);

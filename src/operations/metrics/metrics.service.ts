@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
 import { REDIS } from '../../common/redis/redis.module';
+import { withTimeout } from '../../common/with-timeout';
 import { SharedCounter, SharedHistogram } from './shared-histogram';
 
 export type ViewerValidationResult = 'allowed' | 'missing_token' | 'invalid_token' | 'forbidden';
@@ -151,12 +152,4 @@ export class MetricsService {
   async untrustedSender(reason: UntrustedSenderReason): Promise<void> {
     await this.untrustedSenders.inc({ reason });
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('timeout')), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

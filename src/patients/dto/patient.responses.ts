@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { PatientDto } from '../../studies/dto/study.responses';
+import { PatientDto } from '../../studies';
 
-export { PatientDto, toPatientDto } from '../../studies/dto/study.responses';
+export { PatientDto, toPatientDto } from '../../studies';
 
 export class PatientPageDto {
   @ApiProperty({ type: [PatientDto] }) data: PatientDto[];

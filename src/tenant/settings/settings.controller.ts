@@ -7,7 +7,7 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { NotFoundDto, ValidationErrorDto } from '../../admin/shared/responses';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { Auth, CurrentUser } from '../../common/auth/decorators';
 import { SettingsDto, UpdateSettingsDto } from './settings.dto';

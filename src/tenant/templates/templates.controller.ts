@@ -11,7 +11,7 @@ import {
   ApiUnprocessableEntityResponse,
   getSchemaPath,
 } from '@nestjs/swagger';
-import { NotFoundDto, ValidationErrorDto } from '../../admin/shared/responses';
+import { NotFoundDto, ValidationErrorDto } from '../../common/responses';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../../common/auth/decorators';

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsObject, IsString, IsUUID } from 'class-validator';
-import { PaginatedDto } from '../../admin/shared/responses';
-import { TenantUnitFilterQueryDto } from '../../admin/shared/list-queries';
+import { PaginatedDto } from '../../common/responses';
+import { TenantUnitFilterQueryDto } from '../../common/list-queries';
 import {
   IfPresent,
   IfPresentAndNotNull,

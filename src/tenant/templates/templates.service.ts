@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ADMIN_PAGE_SIZE } from '../../admin/shared/responses';
+import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { DataScope } from '../../common/auth/data-scope';
 import { Errors } from '../../common/errors/api-errors';

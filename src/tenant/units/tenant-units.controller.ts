@@ -1,9 +1,8 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import { TenantFilterQueryDto } from '../../admin/shared/list-queries';
-import { ValidationErrorDto } from '../../admin/shared/responses';
-import { UnitDto, UnitPageDto } from '../../admin/units/units.dto';
-import { UnitsService } from '../../admin/units/units.service';
+import { TenantFilterQueryDto } from '../../common/list-queries';
+import { ValidationErrorDto } from '../../common/responses';
+import { UnitDto, UnitPageDto, UnitsService } from '../../clinics';
 import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope } from '../../common/auth/decorators';
 import { Paginated } from '../../common/pagination';

@@ -1,8 +1,5 @@
-import { Injectable, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { Presets, SingleBar } from 'cli-progress';
-import { CoreModule } from '../app.module';
-import { ImgsrvClient } from '../imgsrv/imgsrv.client';
+import { Injectable } from '@nestjs/common';
+import { ImgsrvClient } from '../imgsrv';
 import { dicomDate, localDate } from './dicom-mapping';
 import { IngestionQueue } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';
@@ -90,38 +87,4 @@ export function describeImport(summary: ImportSummary, since?: string): string {
     `Import finished: ${summary.seen} studies on the image server; ${summary.queued} queued for indexing, ` +
     `${summary.upToDate} already up to date${older}.`
   );
-}
-
-@Module({
-  imports: [CoreModule],
-  providers: [IngestionQueue, IngestionRepository, ArchiveImportService],
-})
-export class ArchiveImportModule {}
-
-/** `npm run cli -- import [--since DATE]`: a progress bar on stderr, the summary line returned. */
-export async function importArchive(options: { since?: string }): Promise<string> {
-  const since = parseSince(options.since);
-  const app = await NestFactory.createApplicationContext(ArchiveImportModule, { logger: ['error'] });
-  const bar = new SingleBar(
-    {
-      format: 'Importing |{bar}| {value}/{total} studies | queued {queued} | up to date {upToDate}',
-      hideCursor: true,
-    },
-    Presets.shades_classic,
-  );
-  try {
-    bar.start(0, 0, { queued: 0, upToDate: 0 });
-    const summary = await app.get(ArchiveImportService).run({
-      since,
-      onProgress: (progress) => {
-        bar.setTotal(progress.total);
-        bar.update(progress.seen, { queued: progress.queued, upToDate: progress.upToDate });
-      },
-    });
-    bar.stop();
-    return describeImport(summary, since);
-  } finally {
-    bar.stop();
-    await app.close();
-  }
 }

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsUUID } from 'class-validator';
-import { SearchPageQueryDto } from '../../common/pagination';
+import { SearchPageQueryDto } from './pagination';
 
 /** `page`, `search` and the `tenant_id` filter. */
 export class TenantFilterQueryDto extends SearchPageQueryDto {

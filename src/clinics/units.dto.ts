@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IfPresentAndNotNull, StringRules, TrimmedString, UuidField } from '../../common/validation/fields';
-import type { Unit } from '../../database/entities';
-import { PaginatedDto } from '../shared/responses';
+import { IfPresentAndNotNull, StringRules, TrimmedString, UuidField } from '../common/validation/fields';
+import type { Unit } from '../database/entities';
+import { PaginatedDto } from '../common/responses';
 
 export class CreateUnitDto {
   @ApiProperty({ format: 'uuid' })

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DataScope, scopeCondition } from '../../common/auth/data-scope';
-import { likePattern } from '../../common/pagination';
-import { Tenant, Unit } from '../../database/entities';
+import { DataScope, scopeCondition } from '../common/auth/data-scope';
+import { likePattern } from '../common/pagination';
+import { Unit } from '../database/entities';
 
 export interface UnitFilter {
   tenantId?: string;
@@ -35,10 +35,6 @@ export class UnitsRepository {
 
   findById(id: string): Promise<Unit | null> {
     return this.dataSource.getRepository(Unit).findOneBy({ id });
-  }
-
-  async tenantExists(tenantId: string): Promise<boolean> {
-    return this.dataSource.getRepository(Tenant).existsBy({ id: tenantId });
   }
 
   async taken(tenantId: string, name: string, slug: string | null): Promise<{ name: boolean; slug: boolean }> {

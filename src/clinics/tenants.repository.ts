@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { likePattern } from '../../common/pagination';
-import { Tenant } from '../../database/entities';
+import { likePattern } from '../common/pagination';
+import { Tenant } from '../database/entities';
 
 @Injectable()
 export class TenantsRepository {
@@ -23,6 +23,24 @@ export class TenantsRepository {
 
   findById(id: string): Promise<Tenant | null> {
     return this.dataSource.getRepository(Tenant).findOneBy({ id });
+  }
+
+  exists(id: string): Promise<boolean> {
+    return this.dataSource.getRepository(Tenant).existsBy({ id });
+  }
+
+  /** The clinic's settings: name and logo. */
+  settings(id: string): Promise<Pick<Tenant, 'id' | 'name' | 'logo'> | null> {
+    return this.dataSource.getRepository(Tenant).findOne({ select: { id: true, name: true, logo: true }, where: { id } });
+  }
+
+  /** Null when the tenant does not exist. */
+  async setLogo(id: string, logo: string | null): Promise<Pick<Tenant, 'id' | 'name' | 'logo'> | null> {
+    const [rows]: [Array<Pick<Tenant, 'id' | 'name' | 'logo'>>, number] = await this.dataSource.query(
+      `UPDATE tenants SET logo = $2, updated_at = now() WHERE id = $1 RETURNING id, name, logo`,
+      [id, logo],
+    );
+    return rows[0] ?? null;
   }
 
   /** Which of the two unique keys are already taken (a fast, friendly answer; the indexes decide). */
@@ -54,15 +72,15 @@ export class TenantsRepository {
    */
   setActive(id: string, isActive: boolean): Promise<Tenant | null> {
     return this.dataSource.transaction(async (manager) => {
-      const result = await manager.query(
-        `UPDATE tenants SET is_active = $2, updated_at = now() WHERE id = $1 RETURNING id`,
-        [id, isActive],
-      );
+      const result = await manager.query(`UPDATE tenants SET is_active = $2, updated_at = now() WHERE id = $1 RETURNING id`, [
+        id,
+        isActive,
+      ]);
       if ((result[0] as unknown[]).length === 0) return null;
-      await manager.query(
-        `UPDATE units SET is_active = $2, updated_at = now() WHERE tenant_id = $1 AND is_active <> $2`,
-        [id, isActive],
-      );
+      await manager.query(`UPDATE units SET is_active = $2, updated_at = now() WHERE tenant_id = $1 AND is_active <> $2`, [
+        id,
+        isActive,
+      ]);
       return manager.getRepository(Tenant).findOneBy({ id });
     });
   }

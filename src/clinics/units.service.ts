@@ -1,48 +1,36 @@
 import { Injectable } from '@nestjs/common';
-import { DataScope } from '../../common/auth/data-scope';
-import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
-import { normaliseSlug, SLUG_MAX_LENGTH } from '../../common/validation/slug';
-import { ADMIN_PAGE_SIZE } from '../shared/responses';
-import { SLUG_TAKEN } from '../tenants/tenants.service';
+import { DataScope } from '../common/auth/data-scope';
+import { Errors } from '../common/errors/api-errors';
+import { fetchPage, Paginated } from '../common/pagination';
+import { ADMIN_PAGE_SIZE } from '../common/responses';
+import { explicitSlug, SLUG_TAKEN } from '../common/validation/slug';
 import { CreateUnitDto, toUnitDto, UnitDto } from './units.dto';
+import { TenantsRepository } from './tenants.repository';
 import { UnitsRepository } from './units.repository';
 
 export const UNIT_NAME_TAKEN = 'A unit with that name already exists for this clinic.';
 
 /** A unit's slug is optional: null stays null, anything else is normalised. */
 function unitSlug(explicit: string | null | undefined): string | null {
-  if (explicit === undefined || explicit === null) return null;
-  const slug = normaliseSlug(explicit);
-  if (!slug) throw Errors.fieldInvalid('slug', 'The slug must contain at least one letter or digit.');
-  if (slug.length > SLUG_MAX_LENGTH) {
-    throw Errors.fieldInvalid('slug', `The slug field must not be greater than ${SLUG_MAX_LENGTH} characters.`);
-  }
-  return slug;
+  return explicit === undefined || explicit === null ? null : explicitSlug(explicit);
 }
 
 /** Units for the admin and the tenant lists (ordered by name) and their creation. */
 @Injectable()
 export class UnitsService {
-  constructor(private readonly units: UnitsRepository) {}
+  constructor(
+    private readonly units: UnitsRepository,
+    private readonly tenants: TenantsRepository,
+  ) {}
 
-  async list(
-    scope: DataScope,
-    query: { tenant_id?: string; search?: string; page?: number },
-  ): Promise<Paginated<UnitDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.units.page(scope, {
-      tenantId: query.tenant_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toUnitDto), total, page, ADMIN_PAGE_SIZE);
+  async list(scope: DataScope, query: { tenant_id?: string; search?: string; page?: number }): Promise<Paginated<UnitDto>> {
+    const filter = { tenantId: query.tenant_id, search: query.search };
+    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.units.page(scope, { ...filter, offset, limit }), toUnitDto);
   }
 
   async create(body: CreateUnitDto): Promise<UnitDto> {
     const slug = unitSlug(body.slug);
-    if (!(await this.units.tenantExists(body.tenant_id))) throw Errors.notFound('Tenant');
+    if (!(await this.tenants.exists(body.tenant_id))) throw Errors.notFound('Tenant');
     // Checked first for a complete answer (both fields); the insert settles concurrent requests.
     await this.refuseTaken(body.tenant_id, body.name, slug);
     const unit = await this.units.insert({ tenant_id: body.tenant_id, name: body.name, slug });

@@ -1,0 +1,8 @@
+// The auth feature's public surface: what other features may import (see eslint.config.mjs).
+export { AuthModule } from './auth.module';
+export { AccountStatusService } from './account-status.service';
+export type { AccountState } from './accounts.repository';
+export { Authenticator } from './authenticator';
+export { BCRYPT_ROUNDS } from './create-super-admin';
+export { ACCESS_COOKIE, extractAccessToken } from './jwt.strategy';
+export { TokenService } from './token.service';
