@@ -3,6 +3,7 @@ import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
+import { PasswordHasher } from '../common/auth/password-hasher';
 import { AccountStatusService } from './account-status.service';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
@@ -25,7 +26,7 @@ import { TokenService } from './token.service';
     }),
   ],
   controllers: [AuthController],
-  providers: [AuthService, TokenService, AccountStatusService, JwtStrategy, SessionThrottlerGuard],
-  exports: [TokenService, AccountStatusService],
+  providers: [AuthService, TokenService, AccountStatusService, JwtStrategy, SessionThrottlerGuard, PasswordHasher],
+  exports: [TokenService, AccountStatusService, PasswordHasher],
 })
 export class AuthModule {}

@@ -1,15 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import * as bcrypt from 'bcryptjs';
 import { DataSource } from 'typeorm';
 import type { AuthUser } from '../common/auth/auth-user';
+import { PasswordHasher } from '../common/auth/password-hasher';
 import { Errors } from '../common/errors/api-errors';
 import { AccountStatusService } from './account-status.service';
 import { MeDto, SessionDto, SessionUserDto } from './dto/session.responses';
 import { TokenService, TokenSubject } from './token.service';
-
-// Compared against when the email is unknown, so both answers take as long.
-const DUMMY_HASH = bcrypt.hashSync('not-a-real-password', 10);
 
 type UserRow = TokenSubject & {
   email: string;
@@ -37,6 +34,7 @@ export class AuthService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly tokens: TokenService,
     private readonly accounts: AccountStatusService,
+    private readonly passwords: PasswordHasher,
   ) {}
 
   async login(email: string, password: string): Promise<SessionDto> {
@@ -48,7 +46,8 @@ export class AuthService {
       [email.trim()],
     );
     const user = rows[0];
-    const matches = await bcrypt.compare(password, user?.password ?? DUMMY_HASH);
+    // An unknown email is verified against a dummy hash of the real cost: both answers take as long.
+    const matches = await this.passwords.verify(password, user?.password);
     if (!user || !matches) throw Errors.invalidCredentials();
     if (!user.is_active || (user.tenant_id !== null && user.tenant_active !== true)) {
       throw Errors.accountDisabled();

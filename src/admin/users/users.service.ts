@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import * as bcrypt from 'bcryptjs';
 import { AccountStatusService } from '../../auth/account-status.service';
-import { BCRYPT_ROUNDS } from '../../auth/create-super-admin';
 import type { AuthUser } from '../../common/auth/auth-user';
+import { PasswordHasher } from '../../common/auth/password-hasher';
 import { Errors } from '../../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../../common/pagination';
 import { uniqueViolationOf } from '../../common/validation/unique-violation';
@@ -18,6 +17,7 @@ export class UsersService {
   constructor(
     private readonly users: UsersRepository,
     private readonly accounts: AccountStatusService,
+    private readonly passwords: PasswordHasher,
   ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
@@ -49,7 +49,7 @@ export class UsersService {
         is_tenant_admin: body.is_tenant_admin ?? false,
         is_active: body.is_active ?? true,
       },
-      () => bcrypt.hash(body.password, BCRYPT_ROUNDS),
+      () => this.passwords.hash(body.password),
     );
     // A concurrent request with the same email won the race.
     if (!id) throw Errors.fieldInvalid('email', EMAIL_TAKEN);
