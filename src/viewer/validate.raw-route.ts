@@ -2,7 +2,8 @@ import { Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'http';
 import { performance } from 'perf_hooks';
-import { FastifyAdapterWithRawRoutes, requestIdOf } from '../common/http/raw-routes';
+import { FastifyAdapterWithRawRoutes } from '../common/http/raw-routes';
+import { requestIdOf } from '../common/http/request-id';
 import { MetricsService } from '../operations/metrics/metrics.service';
 import { FORBIDDEN, Verdict, ViewerService } from './viewer.service';
 

@@ -19,6 +19,12 @@ export const Errors = {
     new ApiError(HttpStatus.UNAUTHORIZED, { message: 'The token has been blacklisted' }),
   accountDisabled: () => new ApiError(HttpStatus.FORBIDDEN, { error: 'Conta desativada.' }),
   forbidden: () => new ApiError(HttpStatus.FORBIDDEN, { error: 'Forbidden' }),
+  /** A cookie-authenticated write from a page of another origin (see common/http/cross-site-writes). */
+  crossSiteWrite: () =>
+    new ApiError(HttpStatus.FORBIDDEN, {
+      error: 'Forbidden',
+      message: 'Cross-site request refused: the Origin is neither this API nor one of CORS_ORIGINS.',
+    }),
   /** `{ message: "<What> not found." }`, e.g. notFound('Study'). */
   notFound: (what: string) => new ApiError(HttpStatus.NOT_FOUND, { message: `${what} not found.` }),
   /** 422 with the spec's shape; `errors` keyed by the request's own field names. */
