@@ -17,6 +17,7 @@
 import autocannon from 'autocannon';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { Command } from 'commander';
+import { randomBytes } from 'crypto';
 import { existsSync, readFileSync } from 'fs';
 import * as net from 'net';
 import { join } from 'path';
@@ -357,8 +358,8 @@ async function main(): Promise<void> {
         PORT: String(apiPort),
         DATABASE_URL: url,
         QUEUE_PREFIX: `${target.database}_read`,
-        JWT_SECRET: process.env.JWT_SECRET ?? 'bench-read-jwt-secret-0123456789abcdef0123456789',
-        WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? 'bench-read-webhook-secret',
+        JWT_SECRET: process.env.JWT_SECRET ?? randomBytes(32).toString('hex'),
+        WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? randomBytes(16).toString('hex'),
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
         MIGRATIONS_RUN: 'true',
       },

@@ -22,7 +22,8 @@ import { markdownTable, percentile, round, textTable } from './lib/stats';
 const ROOT = join(__dirname, '..');
 const RESULTS = join(__dirname, 'results');
 const PASSWORD = 'bench-password';
-const QUEUE_PREFIX = 'pacs-bench';
+/** Per database: two benchmarks on two databases never share rate limits or queues. */
+const queuePrefixOf = (database: string) => `pacs-bench-${database}`;
 /** The API's node flags unless told otherwise: production's (scripts/api-node-flags.js); `--node-options ''` for Node's defaults. */
 const API_NODE_OPTIONS = API_NODE_FLAGS.join(' ');
 
@@ -51,6 +52,8 @@ interface Fixtures {
   tenantName: string;
   tenantStudies: number;
   adminEmail: string;
+  /** bcrypt cost of the tenant admin's stored hash (the seed's --bcrypt-cost). */
+  adminHashCost: number;
   studyId: string;
   studyUid: string;
   seriesCount: number;
@@ -171,8 +174,8 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
          JOIN tenants t ON t.id = c.tenant_id`,
     );
     if (!tenant) throw new Error(`no studies in ${url}: run \`npm run bench:seed\` first`);
-    const admin = await one<{ email: string } | undefined>(
-      `SELECT email FROM users WHERE tenant_id = $1 AND is_tenant_admin AND is_active ORDER BY email LIMIT 1`,
+    const admin = await one<{ email: string; cost: number } | undefined>(
+      `SELECT email, substring(password from 5 for 2)::int AS cost FROM users WHERE tenant_id = $1 AND is_tenant_admin AND is_active ORDER BY email LIMIT 1`,
       [tenant.id],
     );
     if (!admin) throw new Error(`the largest tenant has no active tenant admin`);
@@ -228,6 +231,7 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
       tenantName: tenant.name,
       tenantStudies: Number(tenant.n),
       adminEmail: admin.email,
+      adminHashCost: admin.cost,
       studyId: study.id,
       studyUid: study.study_instance_uid,
       seriesCount: Number(study.n),
@@ -352,12 +356,18 @@ function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missi
     },
     {
       key: 'login',
-      label: 'login (bcrypt cost 10, distinct X-Forwarded-For)',
+      label: `login (bcrypt cost ${fx.adminHashCost}, distinct X-Forwarded-For)`,
       method: 'POST',
       path: '/api/login',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: fx.adminEmail, password: PASSWORD }),
       setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'x-forwarded-for': nextAddress() } }),
+    },
+    {
+      key: 'login-burst',
+      label: `health + studies list during ${LOGIN_BURST} concurrent logins (cost ${fx.adminHashCost})`,
+      method: 'GET',
+      path: '/api/health',
     },
     {
       key: 'validate',
@@ -467,6 +477,97 @@ async function measure(
   };
 }
 
+/** Sign-ins at once in the login-burst row: a clinic network signing in at 8:00. */
+const LOGIN_BURST = 24;
+
+/**
+ * Other requests while ${LOGIN_BURST} connections sign in without pause: one connection asking
+ * GET /api/health and one the studies list. The row's latencies are the other requests'; its
+ * note gives the logins' own rate. Password hashing on the event loop made these wait seconds.
+ */
+async function measureLoginBurst(base: string, all: Scenario[], s: Scenario, duration: number, probe: CpuProbe): Promise<Measured[]> {
+  const login = all.find((x) => x.key === 'login')!;
+  const list = { ...all.find((x) => x.key === 'list')!, label: 'studies list' };
+  const cpuBefore = await cpuNow(probe);
+  const [logins, health, studies] = await Promise.all([
+    drive(base, login, LOGIN_BURST, duration),
+    drive(base, s, 1, duration),
+    drive(base, list, 1, duration),
+  ]);
+  const cpuAfter = await cpuNow(probe);
+  const others = [...health.latencies, ...studies.latencies].sort((a, b) => a - b);
+  const statusesOf = (...runs: Array<{ statuses: Record<string, number> }>) => {
+    const merged: Record<string, number> = {};
+    for (const run of runs) for (const [code, n] of Object.entries(run.statuses)) merged[code] = (merged[code] ?? 0) + n;
+    return merged;
+  };
+  const errorsOf = (statuses: Record<string, number>, ...results: autocannon.Result[]) =>
+    Object.entries(statuses).filter(([code]) => !code.startsWith('2')).reduce((sum, [, n]) => sum + n, 0) +
+    results.reduce((sum, r) => sum + r.errors + r.timeouts, 0);
+  const otherStatuses = statusesOf(health, studies);
+  const loginLatencies = logins.latencies.sort((a, b) => a - b);
+  const loginRps = round(loginLatencies.length / logins.result.duration, 1);
+  return [
+    {
+      key: 'login-burst',
+      label: s.label,
+      connections: 2,
+      status: 'ok',
+      requests: others.length,
+      rps: round(others.length / health.result.duration, 0),
+      p50: round(percentile(others, 50, true), 2),
+      p99: round(percentile(others, 99, true), 2),
+      max: round(others[others.length - 1] ?? NaN, 1),
+      errors: errorsOf(otherStatuses, health.result, studies.result),
+      statuses: otherStatuses,
+      note: others.length ? `logins meanwhile: ${loginRps}/s` : `none answered within ${duration} s; logins meanwhile: ${loginRps}/s`,
+    },
+    {
+      key: 'login-burst-logins',
+      label: `  the ${LOGIN_BURST} connections signing in meanwhile`,
+      connections: LOGIN_BURST,
+      status: 'ok',
+      requests: loginLatencies.length,
+      rps: loginRps,
+      p50: round(percentile(loginLatencies, 50, true), 2),
+      p99: round(percentile(loginLatencies, 99, true), 2),
+      max: round(loginLatencies[loginLatencies.length - 1] ?? NaN, 1),
+      errors: errorsOf(logins.statuses, logins.result),
+      statuses: logins.statuses,
+      apiCpuMs: loginLatencies.length ? round((cpuAfter.api - cpuBefore.api) / loginLatencies.length, 3) : undefined,
+    },
+  ];
+}
+
+/**
+ * How long a failed sign-in takes with an unknown email and with a wrong password, one at a time
+ * (medians of `rounds`): equal times tell an attacker nothing about which emails exist.
+ */
+async function signInTimings(base: string, email: string, rounds = 12): Promise<{ unknownEmailMs: number; wrongPasswordMs: number }> {
+  const nextAddress = addressSource();
+  const timed = async (body: object) => {
+    const started = performance.now();
+    const response = await fetch(`${base}/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': nextAddress() },
+      body: JSON.stringify(body),
+    });
+    await response.arrayBuffer();
+    if (response.status !== 401) throw new Error(`a failed sign-in answered ${response.status}`);
+    return performance.now() - started;
+  };
+  const unknown: number[] = [];
+  const wrong: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    unknown.push(await timed({ email: `nobody-${i}-${randomBytes(4).toString('hex')}@example.invalid`, password: PASSWORD }));
+    wrong.push(await timed({ email, password: `${PASSWORD}-wrong` }));
+  }
+  return {
+    unknownEmailMs: round(percentile(unknown.sort((a, b) => a - b), 50, true), 1),
+    wrongPasswordMs: round(percentile(wrong.sort((a, b) => a - b), 50, true), 1),
+  };
+}
+
 // ---- reporting -------------------------------------------------------------------------------------
 
 interface Target {
@@ -499,6 +600,7 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
       return row?.pgCpuMs === undefined ? { name, met: false, measured: 'not measured' } : { name, met: row.pgCpuMs <= 2, measured: `${row.pgCpuMs} ms` };
     }),
     latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
+    latency('login-burst', 2, 100, `health and studies list p99 < 100 ms during ${LOGIN_BURST} concurrent logins`),
     {
       name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
       met: validate.every((r) => r?.status === 'ok' && (r.ratio ?? 0) >= 0.5),
@@ -594,7 +696,7 @@ async function main(): Promise<void> {
       DATABASE_URL: url,
       LOG_LEVEL: 'warn',
       TRUST_PROXY: '127.0.0.1',
-      QUEUE_PREFIX,
+      QUEUE_PREFIX: queuePrefixOf(options.database),
       JWT_SECRET: randomBytes(32).toString('hex'),
       WEBHOOK_SECRET: randomBytes(16).toString('hex'),
       METRICS_TOKEN: randomBytes(16).toString('hex'),
@@ -619,7 +721,8 @@ async function main(): Promise<void> {
     const token = tokens.admin;
     const viewer = await viewerToken(api.url, token, fx.studyId);
     const wanted = options.only ? new Set(['bare', ...options.only.split(',')]) : null;
-    const all = scenarios(fx, tokens, viewer).filter((s) => !wanted || wanted.has(s.key));
+    const every = scenarios(fx, tokens, viewer);
+    const all = every.filter((s) => !wanted || wanted.has(s.key));
 
     const rows: Measured[] = [];
     const bareRate = new Map<number, number>();
@@ -636,6 +739,13 @@ async function main(): Promise<void> {
         for (const c of connectionCounts) rows.push({ key: s.key, label: s.label, connections: c, status: 'n/a', note: unavailable });
         continue;
       }
+      if (s.key === 'login-burst') {
+        for (const row of await measureLoginBurst(base, every, s, options.duration, cpuProbe)) {
+          rows.push(row);
+          console.log(`${row.label.padEnd(52)} c=${String(row.connections).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  ${row.note ?? ''}`);
+        }
+        continue;
+      }
       if (options.warmup > 0) await drive(base, s, 8, options.warmup);
       for (const c of connectionCounts) {
         const row = await measure(base, s, c, options.duration, s.key === 'bare' ? undefined : memory, s.key === 'bare' ? undefined : cpuProbe);
@@ -649,6 +759,10 @@ async function main(): Promise<void> {
       }
     }
 
+    const timings = !wanted || wanted.has('login') || wanted.has('login-burst') ? await signInTimings(api.url, fx.adminEmail) : null;
+    if (timings) {
+      console.log(`failed sign-in, median of 12 one at a time: unknown email ${timings.unknownEmailMs} ms, wrong password ${timings.wrongPasswordMs} ms`);
+    }
     await probeDb.end();
     const hwm = memoryOf(pid)?.hwmMb ?? 0;
     const peakRssMb = Math.max(memory.overall(), hwm);
@@ -670,6 +784,7 @@ async function main(): Promise<void> {
       searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches, typed_seed: searchSeed, typed: fx.typed },
       unit_user: { caller: fx.unitUserEmail, studies: fx.unitStudies },
       api_peak_rss_mb: round(peakRssMb, 0),
+      failed_sign_in_ms: timings,
       results: rows,
       targets: checks,
     };
@@ -691,6 +806,12 @@ async function main(): Promise<void> {
         markdownTable(HEADER, tableRows(rows)),
         '',
         `API peak RSS over the whole run (VmHWM): **${Math.round(peakRssMb)} MB**.`,
+        ...(timings
+          ? [
+              '',
+              `A failed sign-in (median of 12, one at a time): unknown email **${timings.unknownEmailMs} ms**, wrong password **${timings.wrongPasswordMs} ms**.`,
+            ]
+          : []),
         '',
         markdownTable(
           ['target', 'measured', 'met'],

@@ -3,7 +3,6 @@ import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { randomUUID } from 'crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse as parseQueryString } from 'querystring';
 import { ApiModule } from './app.module';
@@ -14,15 +13,13 @@ import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
 import { loggedUrl } from './common/http/logged-url';
 import { FastifyAdapterWithRawRoutes } from './common/http/raw-routes';
-import {
-  clientErrorHandler,
-  frameworkErrors,
-  MAX_HEADER_BYTES,
-  registerSecurity,
-  REQUEST_TIMEOUT_MS,
-} from './common/http/security';
+import { frameworkErrors } from './common/http/framework-errors';
+import { requestIdOf } from './common/http/request-id';
+import { BODY_LIMIT_BYTES, clientErrorHandler, MAX_HEADER_BYTES, REQUEST_TIMEOUT_MS } from './common/http/request-limits';
+import { registerSecurity } from './common/http/security';
+import { ACCESS_COOKIE } from './auth/jwt.strategy';
 
-export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
+export { BODY_LIMIT_BYTES };
 
 /**
  * Routes that must see a body even when it is not valid JSON (the image server's webhook: Orthanc's
@@ -50,10 +47,15 @@ function registerBodyParsers(fastify: FastifyInstance): void {
       done(error, value);
     });
   });
+  // Orthanc's Lua HttpPost may send its JSON as a form; nothing else of the API takes forms (a
+  // form is what another site's page can post without asking): 415 elsewhere.
   fastify.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string' },
-    (_request, body, done) => done(null, { ...parseQueryString(body as string) }),
+    (request, body, done) =>
+      LENIENT_BODY_ROUTES.has(request.url.split('?')[0])
+        ? done(null, { ...parseQueryString(body as string) })
+        : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
   );
 }
 
@@ -83,8 +85,9 @@ export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
     clientErrorHandler,
     frameworkErrors,
     routerOptions: { maxParamLength: 500 },
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // The caller's X-Request-Id only when short and harmless (common/http/request-id).
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     logger:
       config.LOG_LEVEL === 'silent'
         ? false
@@ -116,7 +119,7 @@ export async function configureApp(app: NestFastifyApplication): Promise<NestFas
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   registerBodyParsers(fastify);
   await app.register(fastifyCookie as never);
-  await registerSecurity(app);
+  await registerSecurity(app, { sessionCookie: ACCESS_COOKIE });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

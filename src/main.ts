@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from './config/environment';
 async function bootstrap(): Promise<void> {
   const config = loadConfig();
   const app = await createApiApp(config);
-  await app.listen(config.PORT, '0.0.0.0');
+  await app.listen(config.PORT, config.HOST);
 }
 
 bootstrap().catch((error) => {

@@ -3,6 +3,7 @@ import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
+import { PasswordHasher } from '../common/auth/password-hasher';
 import { AccountStatusService } from './account-status.service';
 import { AccountsRepository } from './accounts.repository';
 import { AuthController } from './auth.controller';
@@ -38,7 +39,8 @@ import { TokenService } from './token.service';
     Authenticator,
     JwtStrategy,
     SessionThrottlerGuard,
+    PasswordHasher,
   ],
-  exports: [TokenService, AccountStatusService, Authenticator],
+  exports: [TokenService, AccountStatusService, Authenticator, PasswordHasher],
 })
 export class AuthModule {}

@@ -1,8 +1,6 @@
-import * as bcrypt from 'bcryptjs';
+import { PasswordHasher } from '../common/auth/password-hasher';
 import { AppConfig } from '../config/environment';
 import { openDataSource } from '../database/data-source-options';
-
-export const BCRYPT_ROUNDS = 12;
 
 class UserFacingError extends Error {
   readonly userFacing = true;
@@ -19,7 +17,7 @@ export async function createSuperAdmin(
   if (!name || name.length > 255) throw new UserFacingError('The name must be 1 to 255 characters.');
   const dataSource = await openDataSource(config.DATABASE_URL, { migrate: true });
   try {
-    const hash = await bcrypt.hash(input.password, BCRYPT_ROUNDS);
+    const hash = await new PasswordHasher().hash(input.password);
     const rows: Array<{ id: string }> = await dataSource.query(
       `INSERT INTO users (name, email, password, is_super_admin, is_tenant_admin, is_active)
        VALUES ($1, $2, $3, true, false, true)

@@ -3,6 +3,5 @@ export { AuthModule } from './auth.module';
 export { AccountStatusService } from './account-status.service';
 export type { AccountState } from './accounts.repository';
 export { Authenticator } from './authenticator';
-export { BCRYPT_ROUNDS } from './create-super-admin';
 export { ACCESS_COOKIE, extractAccessToken } from './jwt.strategy';
 export { TokenService } from './token.service';

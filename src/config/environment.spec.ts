@@ -1,8 +1,27 @@
+import { spawn } from 'child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
 import { ConfigError, loadConfig } from './environment';
 
+const LOCAL_SECRETS_MODULE = join(__dirname, 'local-secrets.ts');
+
 describe('loadConfig', () => {
+  let dir: string;
+  let file: string;
+  let lines: string[];
+  // Every call names its own secrets file: a test never writes the project's .local/.
+  const load = (env: NodeJS.ProcessEnv = {}) => loadConfig({ LOCAL_SECRETS_FILE: file, ...env }, (line) => lines.push(line));
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'pacs-secrets-'));
+    file = join(dir, 'state', 'secrets.json');
+    lines = [];
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
   it('has defaults that work on a machine with local PostgreSQL and Redis', () => {
-    const config = loadConfig({});
+    const config = load();
     expect(config).toMatchObject({
       PORT: 3000,
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/pacs',
@@ -13,14 +32,71 @@ describe('loadConfig', () => {
       VIEWER_TOKEN_TTL: 600,
       MIGRATIONS_RUN: true,
       trustProxy: false,
+      HOST: '0.0.0.0',
     });
-    expect(config.JWT_SECRET.length).toBeGreaterThanOrEqual(32);
   });
+
+  it('outside production, generates random secrets once, keeps them in a 0600 file and says so in one line', () => {
+    const first = load();
+    expect(first.JWT_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(first.WEBHOOK_SECRET).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(lines).toEqual([expect.stringContaining(`generated random ones for this installation in ${file}`)]);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      JWT_SECRET: first.JWT_SECRET,
+      WEBHOOK_SECRET: first.WEBHOOK_SECRET,
+    });
+    const second = load();
+    expect([second.JWT_SECRET, second.WEBHOOK_SECRET]).toEqual([first.JWT_SECRET, first.WEBHOOK_SECRET]);
+    expect(lines).toHaveLength(1);
+    expect(readdirSync(join(dir, 'state'))).toEqual(['secrets.json']);
+  });
+
+  it('never uses a secret written in the source: two installations get different secrets', () => {
+    const one = load();
+    file = join(dir, 'other.json');
+    const other = load();
+    expect(other.JWT_SECRET).not.toBe(one.JWT_SECRET);
+    expect(other.WEBHOOK_SECRET).not.toBe(one.WEBHOOK_SECRET);
+  });
+
+  it('takes secrets set in the environment over the file, and writes no file when both are set', () => {
+    const config = load({ JWT_SECRET: 'j'.repeat(32), WEBHOOK_SECRET: 'w'.repeat(16) });
+    expect([config.JWT_SECRET, config.WEBHOOK_SECRET]).toEqual(['j'.repeat(32), 'w'.repeat(16)]);
+    expect(() => statSync(file)).toThrow(/ENOENT/);
+    expect(lines).toEqual([]);
+  });
+
+  it('refuses a secrets file that holds no usable secrets, naming it', () => {
+    load();
+    writeFileSync(file, '{"JWT_SECRET":"short"}');
+    expect(() => load()).toThrow(ConfigError);
+    expect(() => load()).toThrow(`${file} does not hold a JWT_SECRET (32+ characters) and a WEBHOOK_SECRET (16+)`);
+  });
+
+  it('gives processes started together one set of secrets (written under a temporary name, then linked)', async () => {
+    const script = `require('ts-node').register({ transpileOnly: true });
+      const { loadOrCreateLocalSecrets } = require(${JSON.stringify(LOCAL_SECRETS_MODULE)});
+      const config = loadOrCreateLocalSecrets(${JSON.stringify(file)}, () => {});
+      process.stdout.write(config.JWT_SECRET + ' ' + config.WEBHOOK_SECRET);`;
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (chunk) => (out += chunk));
+        child.on('error', reject);
+        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+      });
+    const answers = await Promise.all(Array.from({ length: 6 }, run));
+    expect(new Set(answers).size).toBe(1);
+    expect(answers[0]).toBe(`${JSON.parse(readFileSync(file, 'utf8')).JWT_SECRET} ${JSON.parse(readFileSync(file, 'utf8')).WEBHOOK_SECRET}`);
+    expect(readdirSync(join(dir, 'state'))).toEqual(['secrets.json']);
+  }, 60_000);
 
   it('names every bad variable in one error', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', REDIS_URL: 'localhost', JWT_TTL: '-1' });
+      load({ PORT: 'eighty', REDIS_URL: 'localhost', JWT_TTL: '-1' });
     } catch (e) {
       error = e;
     }
@@ -32,10 +108,15 @@ describe('loadConfig', () => {
   });
 
   it('requires JWT_SECRET and WEBHOOK_SECRET in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
-    expect(() =>
-      loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32), WEBHOOK_SECRET: 'y'.repeat(16) }),
-    ).not.toThrow();
+    expect(() => load({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
+    expect(() => statSync(file)).toThrow(/ENOENT/);
+    expect(() => load({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32), WEBHOOK_SECRET: 'y'.repeat(16) })).not.toThrow();
+  });
+
+  it('reads HOST, and refuses one that is not an address or a host name', () => {
+    expect(load({ HOST: '127.0.0.1' }).HOST).toBe('127.0.0.1');
+    expect(load({ HOST: '::' }).HOST).toBe('::');
+    expect(() => load({ HOST: 'http://x/' })).toThrow(/HOST="http:\/\/x\/": HOST must be an IP address or a host name/);
   });
 
   it.each([
@@ -44,10 +125,10 @@ describe('loadConfig', () => {
     ['1', 1],
     ['10.0.0.1, 10.0.0.2', ['10.0.0.1', '10.0.0.2']],
   ])('reads TRUST_PROXY=%s', (value, expected) => {
-    expect(loadConfig({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+    expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
   });
 
   it('reads MIGRATIONS_RUN=false as false', () => {
-    expect(loadConfig({ MIGRATIONS_RUN: 'false' }).MIGRATIONS_RUN).toBe(false);
+    expect(load({ MIGRATIONS_RUN: 'false' }).MIGRATIONS_RUN).toBe(false);
   });
 });

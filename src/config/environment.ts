@@ -12,6 +12,7 @@ import {
   MinLength,
   validateSync,
 } from 'class-validator';
+import { loadOrCreateLocalSecrets, LocalSecrets, localSecretsFile } from './local-secrets';
 
 const toBoolean = ({ value }: { value: unknown }) => {
   if (typeof value !== 'string') return value;
@@ -34,6 +35,13 @@ export class EnvironmentVariables {
   @Min(0)
   @Max(65535)
   PORT = 3000;
+
+  /**
+   * Address the API listens on: every interface by default (production processes, behind a
+   * firewall or nginx); `npm start` (a first try) sets 127.0.0.1 unless HOST is given.
+   */
+  @Matches(/^(?:[A-Za-z0-9.-]+|[0-9A-Fa-f:.]+)$/, { message: 'HOST must be an IP address or a host name' })
+  HOST = '0.0.0.0';
 
   @Matches(/^postgres(ql)?:\/\/.+/, { message: 'DATABASE_URL must be a postgres:// URL' })
   DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/pacs';
@@ -136,8 +144,6 @@ export type AppConfig = Readonly<
 
 export class ConfigError extends Error {}
 
-const DEV_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';
-const DEV_WEBHOOK_SECRET = 'development-only-webhook-secret';
 
 function parseTrustProxy(value: string): boolean | number | string[] {
   const v = value.trim().toLowerCase();
@@ -148,10 +154,38 @@ function parseTrustProxy(value: string): boolean | number | string[] {
 }
 
 /**
+ * The secrets from the environment; outside production, those missing come from the installation's
+ * own generated file (never from the source: a secret anyone can read in the repository would let
+ * anyone sign a super admin's token).
+ */
+function secretsOf(
+  parsed: EnvironmentVariables,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): { JWT_SECRET: string; WEBHOOK_SECRET: string } {
+  if (parsed.JWT_SECRET && parsed.WEBHOOK_SECRET) {
+    return { JWT_SECRET: parsed.JWT_SECRET, WEBHOOK_SECRET: parsed.WEBHOOK_SECRET };
+  }
+  let local: LocalSecrets;
+  try {
+    local = loadOrCreateLocalSecrets(localSecretsFile(env), log);
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  ${(error as Error).message}`);
+  }
+  return {
+    JWT_SECRET: parsed.JWT_SECRET ?? local.JWT_SECRET,
+    WEBHOOK_SECRET: parsed.WEBHOOK_SECRET ?? local.WEBHOOK_SECRET,
+  };
+}
+
+/**
  * Reads and validates the environment once. Throws a ConfigError whose message names every bad
  * variable, one per line, so the process can stop with a clear message.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  log: (line: string) => void = (line) => console.warn(line),
+): AppConfig {
   const raw: Record<string, string> = {};
   for (const key of Object.keys(new EnvironmentVariables())) {
     const value = env[key];
@@ -175,8 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   return Object.freeze({
     ...parsed,
-    JWT_SECRET: parsed.JWT_SECRET ?? DEV_JWT_SECRET,
-    WEBHOOK_SECRET: parsed.WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
+    ...secretsOf(parsed, env, log),
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
   });
 }

@@ -31,7 +31,7 @@ function fakeServer(script: Record<string, Array<{ status: number; body?: unknow
 }
 
 function clientFor(url: string): ImgsrvClient {
-  const client = new ImgsrvClient(loadConfig({ IMGSRV_URL: url, IMGSRV_USERNAME: 'svc', IMGSRV_PASSWORD: 'pw' }));
+  const client = new ImgsrvClient(loadConfig({ IMGSRV_URL: url, IMGSRV_USERNAME: 'svc', IMGSRV_PASSWORD: 'pw', JWT_SECRET: 'j'.repeat(32), WEBHOOK_SECRET: 'w'.repeat(16) }));
   client.retryPolicy = { retries: 3, baseDelayMs: 5, maxDelayMs: 20 };
   return client;
 }

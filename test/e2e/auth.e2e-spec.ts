@@ -123,7 +123,8 @@ describe('Session: login, logout, refresh, me', () => {
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       // Another client is not affected.
       expect((await t.http.post('/api/login', { ip: '192.0.2.78', body: { email: 'x@example.test', password: 'wrong-one' } })).status).toBe(401);
-    });
+      // Each unknown email costs a full cost-12 verification (constant-cost login).
+    }, 60_000);
   });
 
   describe('GET /api/me', () => {

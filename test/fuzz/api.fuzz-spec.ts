@@ -13,6 +13,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { login } from '../support/factories';
 import { FuzzRequest, Operation, operationsOf, RequestGenerator } from './support/generator';
 import { Prng } from './support/prng';
+import { REGRESSIONS } from './support/regressions';
 import { FuzzWorld, HOSTILE_CALLERS, HostileCaller } from './support/world';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed7);
@@ -170,6 +171,24 @@ describe(`fuzz: every endpoint of the OpenAPI document (seed ${SEED})`, () => {
     expect(fiveXx).toBe(0);
     expect(sent).toBeGreaterThanOrEqual(REQUESTS);
   });
+
+  it.each(REGRESSIONS.map((regression) => [regression.name, regression] as const))(
+    'answers a past finding with its documented 4xx: %s',
+    async (_name, regression) => {
+      const token = regression.caller ? world.tokenFor(regression.caller) : null;
+      const response = await t.app.inject({
+        method: regression.method,
+        url: regression.url(world),
+        headers: { ...regression.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        payload: regression.payload,
+        remoteAddress: `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`,
+      });
+      expect({ status: response.statusCode, body: JSON.parse(response.body) }).toEqual({
+        status: regression.status,
+        body: regression.body,
+      });
+    },
+  );
 
   it('is still healthy and serving its users afterwards', async () => {
     await world.restore(t.app.get(AccountStatusService));

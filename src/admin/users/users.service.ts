@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import * as bcrypt from 'bcryptjs';
-import { AccountStatusService, BCRYPT_ROUNDS } from '../../auth';
+import { AccountStatusService } from '../../auth';
 import { TenantsRepository, UnitsRepository } from '../../clinics';
 import type { AuthUser } from '../../common/auth/auth-user';
+import { PasswordHasher } from '../../common/auth/password-hasher';
 import { Errors } from '../../common/errors/api-errors';
 import { fetchPage, Paginated } from '../../common/pagination';
 import { uniqueViolationOf } from '../../common/validation/unique-violation';
@@ -20,6 +20,7 @@ export class UsersService {
     private readonly tenants: TenantsRepository,
     private readonly units: UnitsRepository,
     private readonly accounts: AccountStatusService,
+    private readonly passwords: PasswordHasher,
   ) {}
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
@@ -44,7 +45,7 @@ export class UsersService {
         is_tenant_admin: body.is_tenant_admin ?? false,
         is_active: body.is_active ?? true,
       },
-      () => bcrypt.hash(body.password, BCRYPT_ROUNDS),
+      () => this.passwords.hash(body.password),
     );
     // A concurrent request with the same email won the race.
     if (!id) throw Errors.fieldInvalid('email', EMAIL_TAKEN);

@@ -12,6 +12,10 @@ export const ErrorBodies = {
   tokenBlacklisted: { message: 'The token has been blacklisted' },
   accountDisabled: { error: 'Conta desativada.' },
   forbidden: { error: 'Forbidden' },
+  crossSiteWrite: {
+    error: 'Forbidden',
+    message: 'Cross-site request refused: the Origin is neither this API nor one of CORS_ORIGINS.',
+  },
   badRequest: { message: 'Bad request.' },
   malformedBody: { message: 'Malformed request body.' },
   notFound: { message: 'Not found.' },
@@ -49,6 +53,8 @@ export const Errors = {
   tokenBlacklisted: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.tokenBlacklisted),
   accountDisabled: () => new ApiError(HttpStatus.FORBIDDEN, ErrorBodies.accountDisabled),
   forbidden: () => new ApiError(HttpStatus.FORBIDDEN, ErrorBodies.forbidden),
+  /** A cookie-authenticated write from a page of another origin (see common/http/cross-site-writes). */
+  crossSiteWrite: () => new ApiError(HttpStatus.FORBIDDEN, ErrorBodies.crossSiteWrite),
   serviceUnavailable: () => new ApiError(HttpStatus.SERVICE_UNAVAILABLE, ErrorBodies.serviceUnavailable),
   imageNotAvailable: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.imageNotAvailable),
   thumbnailNotReady: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.thumbnailNotReady),

@@ -1,5 +1,4 @@
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { randomUUID } from 'crypto';
 import type { FastifyHttpOptions } from 'fastify';
 import * as http from 'http';
 
@@ -15,9 +14,6 @@ interface ServerOptions {
   connectionTimeout?: number;
   maxRequestsPerSocket?: number;
 }
-
-// Request ids we echo must stay harmless in a header and in logs.
-const SAFE_REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
  * Routes answered on Node's own `request` event, before Fastify and Nest build their request
@@ -57,15 +53,6 @@ export class RawRoutes {
     }
     return server;
   };
-}
-
-/**
- * The response headers every answer of the API carries that still make sense on a raw route: the
- * request id (the caller's when it sent a sane one, as Fastify's `requestIdHeader` does).
- */
-export function requestIdOf(request: http.IncomingMessage): string {
-  const given = request.headers['x-request-id'];
-  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** Nest's Fastify adapter, with a table of raw routes that modules fill at start (see RawRoutes). */

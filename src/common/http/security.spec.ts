@@ -1,4 +1,5 @@
-import { jsonDepth, parseCorsOrigins } from './security';
+import { parseCorsOrigins } from './cors';
+import { jsonDepth } from './request-limits';
 
 describe('security helpers', () => {
   it('measures JSON depth iteratively, stopping early past the limit', () => {

@@ -1,5 +1,27 @@
 import sharp from 'sharp';
-import { imageDataUrlProblem, imageProblemMessage, MIB } from './image-data-url';
+import { crc32 } from 'zlib';
+import { imageDataUrlProblem, imageProblemMessage, IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, MIB } from './image-data-url';
+
+/** A PNG whose header declares `width` x `height` (its pixel data is a few bytes: never decoded). */
+function pngDeclaring(width: number, height: number, padTo = 0): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const parts = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', Buffer.alloc(16))];
+  const size = parts.reduce((sum, part) => sum + part.length, 0) + 12;
+  if (padTo > size + 12) parts.push(chunk('tEXt', Buffer.alloc(padTo - size - 12, 0x61)));
+  parts.push(chunk('IEND', Buffer.alloc(0)));
+  return Buffer.concat(parts);
+}
 
 describe('imageDataUrlProblem', () => {
   let png: Buffer;
@@ -16,6 +38,21 @@ describe('imageDataUrlProblem', () => {
   it('accepts a real PNG and a real JPEG of the declared type', async () => {
     expect(await imageDataUrlProblem(url('png', png), MIB)).toBeNull();
     expect(await imageDataUrlProblem(url('jpeg', jpeg), MIB)).toBeNull();
+  });
+
+  it('refuses an image whose header declares absurd dimensions (a 255 KB PNG of 16383 x 16383)', async () => {
+    const absurd = pngDeclaring(16383, 16383, 255 * 1024);
+    expect(absurd.length).toBeGreaterThan(250 * 1024);
+    expect(await imageDataUrlProblem(url('png', absurd), 2 * MIB)).toBe('too_many_pixels');
+    expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE + 1, 10)), MIB)).toBe('too_many_pixels');
+    expect(await imageDataUrlProblem(url('png', pngDeclaring(10, IMAGE_MAX_SIDE + 1)), MIB)).toBe('too_many_pixels');
+    // Both sides allowed, the product not: 8192 x 8192 is 67 megapixels.
+    expect(IMAGE_MAX_SIDE * IMAGE_MAX_SIDE).toBeGreaterThan(IMAGE_MAX_PIXELS);
+    expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE, IMAGE_MAX_SIDE)), MIB)).toBe('too_many_pixels');
+    expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE, 4000)), MIB)).toBeNull();
+    expect(imageProblemMessage('too_many_pixels', 'logo', 2 * MIB)).toBe(
+      'The logo must be at most 8192 pixels wide and high, and 40 megapixels in all.',
+    );
   });
 
   it('accepts an image of exactly the limit and refuses one byte more', async () => {

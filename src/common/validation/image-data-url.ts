@@ -6,6 +6,12 @@ export const MIB = 1024 * 1024;
 export const LOGO_MAX_BYTES = 2 * MIB;
 export const SIGNATURE_MAX_BYTES = 2 * MIB;
 export const BACKGROUND_MAX_BYTES = 5 * MIB;
+/**
+ * Pixel limits of any image: a few hundred kilobytes of PNG can declare 16383 x 16383 pixels (a
+ * gigabyte once decoded by whatever prints or shows it). An A4 page at 600 dpi is 4961 x 7016.
+ */
+export const IMAGE_MAX_SIDE = 8192;
+export const IMAGE_MAX_PIXELS = 40_000_000;
 
 const PREFIX = /^data:image\/(jpeg|png);base64,/;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -15,12 +21,13 @@ const MAGIC: Record<ImageType, Buffer> = {
 };
 
 type ImageType = 'jpeg' | 'png';
-export type ImageProblem = 'not_data_url' | 'bad_base64' | 'too_large' | 'not_image';
+export type ImageProblem = 'not_data_url' | 'bad_base64' | 'too_large' | 'not_image' | 'too_many_pixels';
 
 /**
  * Why `value` is not an acceptable image data URL, or null when it is: the prefix names JPEG or
  * PNG, the rest is canonical base64 that decodes to at most `maxBytes`, the bytes start with that
- * format's signature, and the image header parses as that format with real dimensions. The size
+ * format's signature, and the image header parses as that format with real dimensions no larger
+ * than IMAGE_MAX_SIDE on a side and IMAGE_MAX_PIXELS in all (read from the header, never decoded). The size
  * is checked on the text first, so an oversized value is refused before it is decoded.
  */
 export async function imageDataUrlProblem(value: unknown, maxBytes: number): Promise<ImageProblem | null> {
@@ -37,6 +44,8 @@ export async function imageDataUrlProblem(value: unknown, maxBytes: number): Pro
   try {
     const metadata = await sharp(bytes).metadata();
     if (metadata.format !== type || !metadata.width || !metadata.height) return 'not_image';
+    const { width, height } = metadata;
+    if (width > IMAGE_MAX_SIDE || height > IMAGE_MAX_SIDE || width * height > IMAGE_MAX_PIXELS) return 'too_many_pixels';
   } catch {
     return 'not_image';
   }
@@ -53,6 +62,8 @@ export function imageProblemMessage(problem: ImageProblem, label: string, maxByt
       return `The ${label} must not be larger than ${maxBytes / MIB} MiB.`;
     case 'not_image':
       return `The ${label} is not a valid image of the declared type (JPEG or PNG).`;
+    case 'too_many_pixels':
+      return `The ${label} must be at most ${IMAGE_MAX_SIDE} pixels wide and high, and ${IMAGE_MAX_PIXELS / 1_000_000} megapixels in all.`;
   }
 }
 
