@@ -173,15 +173,19 @@ async function main(): Promise<void> {
 
   if (process.exitCode) return;
   const load = { atStart: loadAtStart, atEnd: os.loadavg() };
-  console.log(`\nResults (Orthanc index: ${options.index}; load average at start ${load.atStart.map((l) => l.toFixed(2)).join(' / ')}, at end ${load.atEnd.map((l) => l.toFixed(2)).join(' / ')})`);
+  console.log(
+    `\nResults (Orthanc index: ${options.index}; load average at start ${load.atStart.map((l) => l.toFixed(2)).join(' / ')}, at end ${load.atEnd.map((l) => l.toFixed(2)).join(' / ')})`,
+  );
   if (noDelay.length) {
-    console.log(`\nstorescu, ${NODELAY_INSTANCES} CT slices of ${Math.round((options.e2eSize * options.e2eSize * 2) / 1024)} KB in one association`);
+    console.log(
+      `\nstorescu, ${NODELAY_INSTANCES} CT slices of ${Math.round((options.e2eSize * options.e2eSize * 2) / 1024)} KB in one association`,
+    );
     console.table(
       noDelay.map((r) => ({
         'TCP_NODELAY=1 on': r.sides,
-        'seconds': r.seconds,
+        seconds: r.seconds,
         'instances/s': r.instancesPerSecond,
-        'stored': r.stored,
+        stored: r.stored,
         'Orthanc CPU ms/instance': r.orthancCpuMsPerInstance,
         ...(options.index === 'postgresql' ? { 'index PostgreSQL CPU ms/instance': r.indexCpuMsPerInstance } : {}),
       })),
@@ -221,7 +225,9 @@ async function main(): Promise<void> {
       })),
     );
     for (const r of results) {
-      const phases = Object.entries(r.indexPhasesMs).map(([phase, ms]) => `${phase} ${ms} ms`).join(', ');
+      const phases = Object.entries(r.indexPhasesMs)
+        .map(([phase, ms]) => `${phase} ${ms} ms`)
+        .join(', ');
       console.log(`\n${r.scenario}\n  index job phases: ${phases}\n  Orthanc calls:`);
       for (const [kind, count] of Object.entries(r.callsByKind).sort((a, b) => b[1] - a[1])) {
         console.log(`  ${String(count).padStart(5)}  GET ${kind}`);
@@ -233,7 +239,11 @@ async function main(): Promise<void> {
   const file = join(resultsDir, `ingest-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ options, machine: { cpus: os.cpus().length, node: process.version, load }, noDelay, endToEnd, results }, null, 2),
+    JSON.stringify(
+      { options, machine: { cpus: os.cpus().length, node: process.version, load }, noDelay, endToEnd, results },
+      null,
+      2,
+    ),
   );
   console.log(`\nWritten to ${file}`);
 }
@@ -339,7 +349,12 @@ async function runNoDelayMatrix(
     started.push(orthanc);
     const cpuBefore = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
     const sentAt = Date.now();
-    await sendWithStorescu(study.files, { aet: 'BENCH_NODELAY', port: orthanc.dicomPort, chunkSize: study.files.length, env: row.device });
+    await sendWithStorescu(study.files, {
+      aet: 'BENCH_NODELAY',
+      port: orthanc.dicomPort,
+      chunkSize: study.files.length,
+      env: row.device,
+    });
     const ms = Date.now() - sentAt;
     const cpuAfter = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
     const stored = (await orthancJson(orthanc, '/statistics')).CountInstances as number;
@@ -382,10 +397,15 @@ const round = (value: number, digits = 1): number => Number(value.toFixed(digits
  * CPU seconds (user + system) used so far by the Orthanc process and, with the PostgreSQL index, by
  * the PostgreSQL backends serving its index: what the machine's load does not change.
  */
-async function orthancCpuSeconds(orthanc: OrthancInstance, indexDatabase?: string): Promise<{ orthanc: number; index: number }> {
+async function orthancCpuSeconds(
+  orthanc: OrthancInstance,
+  indexDatabase?: string,
+): Promise<{ orthanc: number; index: number }> {
   let index = 0;
   if (indexDatabase) {
-    const { rows } = await withAdmin((client) => client.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [indexDatabase]));
+    const { rows } = await withAdmin((client) =>
+      client.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [indexDatabase]),
+    );
     index = rows.reduce((sum, row) => sum + cpuMsOf(row.pid), 0) / 1000;
   }
   return { orthanc: orthanc.pid ? cpuMsOf(orthanc.pid) / 1000 : 0, index };
@@ -426,7 +446,12 @@ interface EndToEndFigures {
  * from just before the first storescu starts until the study is in GET /api/studies, and until it is
  * complete with its thumbnails. The API and a worker run in this process (as in the index part).
  */
-async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIndexes, started: OrthancInstance[]): Promise<EndToEndFigures[]> {
+async function runEndToEnd(
+  options: Options,
+  workDir: string,
+  indexes: OrthancIndexes,
+  started: OrthancInstance[],
+): Promise<EndToEndFigures[]> {
   const rows = [...new Set([1, options.devices])];
   const aets = Array.from({ length: Math.max(...rows) }, (_, i) => `BENCH_E2E_${i + 1}`);
   const login = await registerE2eTenant(aets);
@@ -436,7 +461,12 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
     console.log(`\n== end to end: ${scenario} (StableAge ${options.stableAge} s)`);
     const studies: WrittenStudy[] = [];
     for (let d = 0; d < devices; d++) {
-      studies.push(await writeStudy(join(workDir, `e2e-${devices}-${d}`), ctSpec(`E2E-${devices}-${d}`, options.e2eInstances, options.e2eSize)));
+      studies.push(
+        await writeStudy(
+          join(workDir, `e2e-${devices}-${d}`),
+          ctSpec(`E2E-${devices}-${d}`, options.e2eInstances, options.e2eSize),
+        ),
+      );
     }
     const apiPort = await getFreePort();
     const orthanc = await startOrthanc({
@@ -446,7 +476,11 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
       extraConfig: await indexes.config(`e2e${devices}`, [DICOMWEB_PLUGIN]),
     });
     started.push(orthanc);
-    Object.assign(process.env, { IMGSRV_URL: orthanc.url, IMGSRV_USERNAME: orthanc.username, IMGSRV_PASSWORD: orthanc.password });
+    Object.assign(process.env, {
+      IMGSRV_URL: orthanc.url,
+      IMGSRV_USERNAME: orthanc.username,
+      IMGSRV_PASSWORD: orthanc.password,
+    });
     const api = await createApiApp(loadConfig());
     let worker: INestApplicationContext | undefined;
     try {
@@ -460,7 +494,12 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
       let cpuAfter = cpuBefore;
       const firstByte = Date.now();
       const sends = studies.map((study, d) =>
-        sendWithStorescu(study.files, { aet: aets[d], port: orthanc.dicomPort, chunkSize: study.files.length, timeoutMs: 600_000 }).then(() => Date.now()),
+        sendWithStorescu(study.files, {
+          aet: aets[d],
+          port: orthanc.dicomPort,
+          chunkSize: study.files.length,
+          timeoutMs: 600_000,
+        }).then(() => Date.now()),
       );
       const intakeCpu = Promise.all(sends).then(async () => (cpuAfter = await orthancCpuSeconds(orthanc, indexDatabase)));
       const listedAt = new Map<string, number>();
@@ -469,11 +508,14 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
         const deadline = Date.now() + 600_000;
         while (completeAt.size < studies.length || listedAt.size < studies.length) {
           if (Date.now() > deadline) throw new Error('timed out waiting for the studies to be listed and complete');
-          const list = await fetch(`http://127.0.0.1:${apiPort}/api/studies`, { headers: { authorization: `Bearer ${token}` } });
+          const list = await fetch(`http://127.0.0.1:${apiPort}/api/studies`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
           const body = await list.text();
           const now = Date.now();
           for (const study of studies) {
-            if (!listedAt.has(study.studyInstanceUid) && body.includes(study.studyInstanceUid)) listedAt.set(study.studyInstanceUid, now);
+            if (!listedAt.has(study.studyInstanceUid) && body.includes(study.studyInstanceUid))
+              listedAt.set(study.studyInstanceUid, now);
           }
           for (const study of studies) {
             if (completeAt.has(study.studyInstanceUid)) continue;
@@ -486,7 +528,9 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
 
       const perStudy: EndToEndStudy[] = [];
       for (const [d, study] of studies.entries()) {
-        const [row] = await db.query(`SELECT imgsrv_study_id FROM studies WHERE study_instance_uid = $1`, [study.studyInstanceUid]);
+        const [row] = await db.query(`SELECT imgsrv_study_id FROM studies WHERE study_instance_uid = $1`, [
+          study.studyInstanceUid,
+        ]);
         const webhookAt = await firstStudyJobAt(worker, row.imgsrv_study_id);
         const listed = listedAt.get(study.studyInstanceUid)!;
         const complete = completeAt.get(study.studyInstanceUid)!;
@@ -507,7 +551,10 @@ async function runEndToEnd(options: Options, workDir: string, indexes: OrthancIn
         instancesPerStudy: options.e2eInstances,
         sendSeconds: worst('sendMs'),
         intakePerSecond: Math.round((devices * options.e2eInstances) / worst('sendMs')),
-        intakeOrthancCpuMsPerInstance: round(((cpuAfter.orthanc - cpuBefore.orthanc) * 1000) / (devices * options.e2eInstances), 2),
+        intakeOrthancCpuMsPerInstance: round(
+          ((cpuAfter.orthanc - cpuBefore.orthanc) * 1000) / (devices * options.e2eInstances),
+          2,
+        ),
         intakeIndexCpuMsPerInstance: round(((cpuAfter.index - cpuBefore.index) * 1000) / (devices * options.e2eInstances), 2),
         stableAgeSeconds: options.stableAge,
         stableWaitSeconds: worst('webhookAfterSendMs'),
@@ -583,7 +630,9 @@ async function isComplete(db: DataSource, study: WrittenStudy): Promise<boolean>
 
 /** When the first study job of the study was queued: the webhook's arrival, to the millisecond. */
 async function firstStudyJobAt(worker: INestApplicationContext, imgsrvStudyId: string): Promise<number> {
-  const jobs = await worker.get<Queue>(getQueueToken(STUDY_QUEUE)).getJobs(['completed', 'active', 'waiting', 'delayed', 'failed']);
+  const jobs = await worker
+    .get<Queue>(getQueueToken(STUDY_QUEUE))
+    .getJobs(['completed', 'active', 'waiting', 'delayed', 'failed']);
   const times = jobs.filter((job) => job?.data?.imgsrvStudyId === imgsrvStudyId).map((job) => job.timestamp);
   if (!times.length) throw new Error(`no study job for ${imgsrvStudyId}`);
   return Math.min(...times);
@@ -600,7 +649,10 @@ async function runIndexPart(
   console.log(
     `\nGenerating a ${options.instances}-instance study (${options.series} series, ${options.size}x${options.size} 16-bit)...`,
   );
-  const study = await writeStudy(join(workDir, 'study'), ctSpec(`INGEST-${runId}`, options.instances, options.size, options.series));
+  const study = await writeStudy(
+    join(workDir, 'study'),
+    ctSpec(`INGEST-${runId}`, options.instances, options.size, options.series),
+  );
   const scenarios: Scenario[] = [{ name: 'DICOMweb plugin', dicomWeb: true, rerun: true }];
   if (options.fallback) scenarios.push({ name: 'no DICOMweb plugin (per-instance fallback)', dicomWeb: false, rerun: false });
   const results: Figures[] = [];
@@ -651,7 +703,11 @@ async function runScenario(
       console.log(`sent ${study.files.length} instances with storescu in ${Date.now() - sentAt} ms`);
     }
     const imgsrvStudyId = await lookupStudy(orthanc, study.studyInstanceUid);
-    await waitFor('Orthanc to call the study stable', async () => (await orthancJson(orthanc, `/studies/${imgsrvStudyId}`)).IsStable, 60_000);
+    await waitFor(
+      'Orthanc to call the study stable',
+      async () => (await orthancJson(orthanc, `/studies/${imgsrvStudyId}`)).IsStable,
+      60_000,
+    );
 
     api = await createApiApp(config);
     await api.listen(0, '127.0.0.1');
@@ -761,13 +817,16 @@ async function jobDurations(
     jobs.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0));
     return jobs[0];
   };
-  const runTime = (job?: { finishedOn?: number; processedOn?: number }) => (job ? (job.finishedOn ?? 0) - (job.processedOn ?? 0) : 0);
+  const runTime = (job?: { finishedOn?: number; processedOn?: number }) =>
+    job ? (job.finishedOn ?? 0) - (job.processedOn ?? 0) : 0;
   const index = await latest(INDEX_QUEUE);
   return { study: runTime(await latest(STUDY_QUEUE)), index: runTime(index), phases: index?.returnvalue?.timingsMs ?? {} };
 }
 
 async function orthancJson(orthanc: OrthancInstance, path: string): Promise<any> {
-  const response = await fetch(`${orthanc.url}${path}`, { headers: { Authorization: basicAuth(orthanc.username, orthanc.password) } });
+  const response = await fetch(`${orthanc.url}${path}`, {
+    headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+  });
   return response.json();
 }
 
@@ -783,7 +842,9 @@ async function lookupStudy(orthanc: OrthancInstance, studyInstanceUid: string): 
 }
 
 async function dropEverything(database: string, prefix: string): Promise<void> {
-  await withAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`).catch(() => undefined));
+  await withAdmin((client) =>
+    client.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)} WITH (FORCE)`).catch(() => undefined),
+  );
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   let cursor = '0';
   do {

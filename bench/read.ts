@@ -33,10 +33,50 @@ const EMAILS = {
   tenantAdmin: 'admin@read.bench',
   unitUser: 'user@read.bench',
 };
-const SURNAMES = ['SILVA', 'SANTOS', 'OLIVEIRA', 'SOUZA', 'RODRIGUES', 'FERREIRA', 'ALVES', 'PEREIRA', 'LIMA', 'GOMES',
-  'COSTA', 'RIBEIRO', 'MARTINS', 'CARVALHO', 'ALMEIDA', 'LOPES', 'SOARES', 'FERNANDES', 'VIEIRA', 'BARBOSA'];
-const GIVEN = ['ANA', 'MARIA', 'JOSE', 'JOAO', 'ANTONIO', 'FRANCISCA', 'CARLOS', 'PAULO', 'PEDRO', 'LUCAS', 'LUIZA',
-  'MARCOS', 'JULIANA', 'RAFAEL', 'BEATRIZ', 'GABRIEL', 'FERNANDA', 'BRUNO', 'LETICIA', 'FELIPE'];
+const SURNAMES = [
+  'SILVA',
+  'SANTOS',
+  'OLIVEIRA',
+  'SOUZA',
+  'RODRIGUES',
+  'FERREIRA',
+  'ALVES',
+  'PEREIRA',
+  'LIMA',
+  'GOMES',
+  'COSTA',
+  'RIBEIRO',
+  'MARTINS',
+  'CARVALHO',
+  'ALMEIDA',
+  'LOPES',
+  'SOARES',
+  'FERNANDES',
+  'VIEIRA',
+  'BARBOSA',
+];
+const GIVEN = [
+  'ANA',
+  'MARIA',
+  'JOSE',
+  'JOAO',
+  'ANTONIO',
+  'FRANCISCA',
+  'CARLOS',
+  'PAULO',
+  'PEDRO',
+  'LUCAS',
+  'LUIZA',
+  'MARCOS',
+  'JULIANA',
+  'RAFAEL',
+  'BEATRIZ',
+  'GABRIEL',
+  'FERNANDA',
+  'BRUNO',
+  'LETICIA',
+  'FELIPE',
+];
 const MODALITIES = ['CT', 'CR', 'MR', 'US', 'DX', 'MG'];
 
 interface Options {
@@ -122,7 +162,10 @@ async function seed(url: string, database: string, studies: number): Promise<voi
     const tenants: Array<{ id: string; units: string[]; studies: number }> = [];
     for (let t = 1; t <= 10; t++) {
       const [{ id }] = (
-        await db.query(`INSERT INTO tenants (name, slug) VALUES ($1, $2) RETURNING id`, [`Bench Clinic ${t}`, `bench-clinic-${t}`])
+        await db.query(`INSERT INTO tenants (name, slug) VALUES ($1, $2) RETURNING id`, [
+          `Bench Clinic ${t}`,
+          `bench-clinic-${t}`,
+        ])
       ).rows;
       const units: string[] = [];
       for (let u = 1; u <= (t === 1 ? 4 : 1); u++) {
@@ -229,7 +272,13 @@ async function startProcess(args: string[], env: NodeJS.ProcessEnv, readyUrl: st
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited ${child.exitCode}:\n${output}`);
-    if (await fetch(readyUrl).then((r) => r.ok, () => false)) return child;
+    if (
+      await fetch(readyUrl).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return child;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`${args.join(' ')} did not answer ${readyUrl}:\n${output}`);
@@ -319,7 +368,12 @@ function targetFromSeedFile(file: string): Target {
   if (!seedInfo.database || !seedInfo.password || !tenant?.tenant_admin || !tenant.users?.[0]) {
     throw new Error(`${file}: expected database, password and tenants[0].tenant_admin / users[0]`);
   }
-  return { database: seedInfo.database, password: seedInfo.password, tenantAdmin: tenant.tenant_admin, unitUser: tenant.users[0] };
+  return {
+    database: seedInfo.database,
+    password: seedInfo.password,
+    tenantAdmin: tenant.tenant_admin,
+    unitUser: tenant.users[0],
+  };
 }
 
 async function main(): Promise<void> {
@@ -422,13 +476,38 @@ async function main(): Promise<void> {
     const c = options.connections;
     const scenarios: Scenario[] = [
       { name: 'GET /api/studies page 1 (tenant admin)', url: `${api}/api/studies`, headers: auth(adminToken), connections: c },
-      { name: `GET /api/studies page ${deepPage} (tenant admin)`, url: `${api}/api/studies?page=${deepPage}`, headers: auth(adminToken), connections: c },
+      {
+        name: `GET /api/studies page ${deepPage} (tenant admin)`,
+        url: `${api}/api/studies?page=${deepPage}`,
+        headers: auth(adminToken),
+        connections: c,
+      },
       { name: 'GET /api/studies page 1 (unit user)', url: `${api}/api/studies`, headers: auth(userToken), connections: c },
-      { name: 'GET /api/studies?search=silva (tenant admin)', url: `${api}/api/studies?search=silva`, headers: auth(adminToken), connections: c },
-      { name: 'GET /api/studies?search=<accession> (tenant admin)', url: `${api}/api/studies?search=${encodeURIComponent(accession)}`, headers: auth(adminToken), connections: c },
-      { name: 'GET /api/studies/{id} (unit user)', url: `${api}/api/studies/${detail.id}`, headers: auth(userToken), connections: c },
+      {
+        name: 'GET /api/studies?search=silva (tenant admin)',
+        url: `${api}/api/studies?search=silva`,
+        headers: auth(adminToken),
+        connections: c,
+      },
+      {
+        name: 'GET /api/studies?search=<accession> (tenant admin)',
+        url: `${api}/api/studies?search=${encodeURIComponent(accession)}`,
+        headers: auth(adminToken),
+        connections: c,
+      },
+      {
+        name: 'GET /api/studies/{id} (unit user)',
+        url: `${api}/api/studies/${detail.id}`,
+        headers: auth(userToken),
+        connections: c,
+      },
       { name: 'GET /api/patients page 1 (unit user)', url: `${api}/api/patients`, headers: auth(userToken), connections: c },
-      { name: 'GET /api/viewer/token/validate', url: `${api}/api/viewer/token/validate`, headers: validateHeaders, connections: options.throughputConnections },
+      {
+        name: 'GET /api/viewer/token/validate',
+        url: `${api}/api/viewer/token/validate`,
+        headers: validateHeaders,
+        connections: options.throughputConnections,
+      },
       { name: 'bare node http (200, empty body)', url: bare, connections: options.throughputConnections },
     ];
     const results: Measured[] = [];
@@ -470,7 +549,9 @@ function printTable(results: Measured[]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) =>
     `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join(' | ')} |`;
-  console.log(`\n${line(header)}\n|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  console.log(
+    `\n${line(header)}\n|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+  );
   for (const row of rows) console.log(line(row));
 }
 

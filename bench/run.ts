@@ -28,7 +28,20 @@ const queuePrefixOf = (database: string) => `pacs-bench-${database}`;
 const API_NODE_OPTIONS = API_NODE_FLAGS.join(' ');
 
 /** Common name fragments: a first name, a frequent surname, the start of one. */
-const COMMON_FRAGMENTS = ['silva', 'santos', 'maria', 'oliveira', 'souza', 'ferreira', 'costa', 'lima', 'gomes', 'pereira', 'joão', 'nasc'];
+const COMMON_FRAGMENTS = [
+  'silva',
+  'santos',
+  'maria',
+  'oliveira',
+  'souza',
+  'ferreira',
+  'costa',
+  'lima',
+  'gomes',
+  'pereira',
+  'joão',
+  'nasc',
+];
 /** Rare surnames and a short-word search, added to the searches for one patient drawn from the data. */
 const RARE_FRAGMENTS = ['zanetti', 'nakamura', 'quintanilha', 'wanderley', 'ana p'];
 /** Fragments drawn per typed-search row (each a distinct search: its first request counts it). */
@@ -148,7 +161,8 @@ async function typedFragments(
   params: unknown[],
   random: () => number,
 ): Promise<string[]> {
-  const fields = table === 'studies' ? 'patient_name, patient_id, accession_number' : 'patient_name, patient_id, NULL AS accession_number';
+  const fields =
+    table === 'studies' ? 'patient_name, patient_id, accession_number' : 'patient_name, patient_id, NULL AS accession_number';
   const salt = Math.floor(random() * 1e9);
   const { rows } = await db.query<{ patient_name: string; patient_id: string; accession_number: string | null }>(
     `SELECT ${fields} FROM ${table} WHERE ${where} ORDER BY hashint8(hashtext(id::text)::bigint + ${salt}) LIMIT ${TYPED_FRAGMENTS}`,
@@ -156,7 +170,9 @@ async function typedFragments(
   );
   return rows.map((row) => {
     const pick = random();
-    const value = (pick < 0.7 ? row.patient_name : pick < 0.85 || !row.accession_number ? row.patient_id : row.accession_number).toLowerCase();
+    const value = (
+      pick < 0.7 ? row.patient_name : pick < 0.85 || !row.accession_number ? row.patient_id : row.accession_number
+    ).toLowerCase();
     const length = Math.min(value.length, 3 + Math.floor(random() * Math.max(1, value.length - 2)));
     const start = Math.floor(random() * (value.length - length + 1));
     const cut = value.slice(start, start + length);
@@ -212,7 +228,9 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
       [tenant.id],
     );
     if (!unit) throw new Error('the largest tenant has no unit user');
-    const superUser = await one<{ email: string }>(`SELECT email FROM users WHERE is_super_admin AND is_active ORDER BY email LIMIT 1`);
+    const superUser = await one<{ email: string }>(
+      `SELECT email FROM users WHERE is_super_admin AND is_active ORDER BY email LIMIT 1`,
+    );
     const random = seededRandom(searchSeed);
     const typed = {
       admin: await typedFragments(db, 'studies', 'tenant_id = $1', [tenant.id], random),
@@ -307,7 +325,13 @@ async function viewerToken(base: string, token: string, studyId: string): Promis
 }
 
 /** GET /api/studies?search=... (or another list), each request the next search of the list. */
-function rotatingSearch(key: string, label: string, searches: string[], headers: Record<string, string>, list = '/api/studies'): Scenario {
+function rotatingSearch(
+  key: string,
+  label: string,
+  searches: string[],
+  headers: Record<string, string>,
+  list = '/api/studies',
+): Scenario {
   let next = 0;
   return {
     key,
@@ -331,21 +355,38 @@ interface Tokens {
 function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missing?: string }): Scenario[] {
   const auth = { authorization: `Bearer ${tokens.admin}` };
   const typed = (key: string, who: string, searches: string[], token: string, list?: string) =>
-    rotatingSearch(key, `${list ? 'patients' : 'studies'} search, ${searches.length} typed fragments, ${who}`, searches, { authorization: `Bearer ${token}` }, list);
+    rotatingSearch(
+      key,
+      `${list ? 'patients' : 'studies'} search, ${searches.length} typed fragments, ${who}`,
+      searches,
+      { authorization: `Bearer ${token}` },
+      list,
+    );
   const nextAddress = addressSource();
   return [
     { key: 'bare', label: 'bare node http (reference)', method: 'GET', path: '/' },
     { key: 'list', label: 'studies list, page 1', method: 'GET', path: '/api/studies', headers: auth },
     { key: 'page1000', label: 'studies list, page 1,000', method: 'GET', path: '/api/studies?page=1000', headers: auth },
     rotatingSearch('search', `studies search, ${COMMON_FRAGMENTS.length} common name fragments`, COMMON_FRAGMENTS, auth),
-    rotatingSearch('search-patient', `studies search for one patient (${fx.patientSearches.length} searches)`, fx.patientSearches, auth),
+    rotatingSearch(
+      'search-patient',
+      `studies search for one patient (${fx.patientSearches.length} searches)`,
+      fx.patientSearches,
+      auth,
+    ),
     typed('typed', 'tenant admin', fx.typed.admin, tokens.admin),
     typed('typed-unit', 'unit user', fx.typed.unit, tokens.unit),
     typed('typed-super', 'super admin', fx.typed.super, tokens.super),
     typed('typed-patients', 'tenant admin', fx.typed.patients, tokens.admin, '/api/patients'),
     { key: 'patients', label: 'patients list, page 1', method: 'GET', path: '/api/patients', headers: auth },
     { key: 'detail', label: 'study detail', method: 'GET', path: `/api/studies/${fx.studyId}`, headers: auth },
-    { key: 'series', label: `series list (${fx.seriesCount} series)`, method: 'GET', path: `/api/studies/${fx.studyId}/series`, headers: auth },
+    {
+      key: 'series',
+      label: `series list (${fx.seriesCount} series)`,
+      method: 'GET',
+      path: `/api/studies/${fx.studyId}/series`,
+      headers: auth,
+    },
     {
       key: 'instances',
       label: `instances list (${fx.bigSeriesInstances} instances)`,
@@ -485,7 +526,13 @@ const LOGIN_BURST = 24;
  * GET /api/health and one the studies list. The row's latencies are the other requests'; its
  * note gives the logins' own rate. Password hashing on the event loop made these wait seconds.
  */
-async function measureLoginBurst(base: string, all: Scenario[], s: Scenario, duration: number, probe: CpuProbe): Promise<Measured[]> {
+async function measureLoginBurst(
+  base: string,
+  all: Scenario[],
+  s: Scenario,
+  duration: number,
+  probe: CpuProbe,
+): Promise<Measured[]> {
   const login = all.find((x) => x.key === 'login')!;
   const list = { ...all.find((x) => x.key === 'list')!, label: 'studies list' };
   const cpuBefore = await cpuNow(probe);
@@ -502,8 +549,9 @@ async function measureLoginBurst(base: string, all: Scenario[], s: Scenario, dur
     return merged;
   };
   const errorsOf = (statuses: Record<string, number>, ...results: autocannon.Result[]) =>
-    Object.entries(statuses).filter(([code]) => !code.startsWith('2')).reduce((sum, [, n]) => sum + n, 0) +
-    results.reduce((sum, r) => sum + r.errors + r.timeouts, 0);
+    Object.entries(statuses)
+      .filter(([code]) => !code.startsWith('2'))
+      .reduce((sum, [, n]) => sum + n, 0) + results.reduce((sum, r) => sum + r.errors + r.timeouts, 0);
   const otherStatuses = statusesOf(health, studies);
   const loginLatencies = logins.latencies.sort((a, b) => a - b);
   const loginRps = round(loginLatencies.length / logins.result.duration, 1);
@@ -520,7 +568,9 @@ async function measureLoginBurst(base: string, all: Scenario[], s: Scenario, dur
       max: round(others[others.length - 1] ?? NaN, 1),
       errors: errorsOf(otherStatuses, health.result, studies.result),
       statuses: otherStatuses,
-      note: others.length ? `logins meanwhile: ${loginRps}/s` : `none answered within ${duration} s; logins meanwhile: ${loginRps}/s`,
+      note: others.length
+        ? `logins meanwhile: ${loginRps}/s`
+        : `none answered within ${duration} s; logins meanwhile: ${loginRps}/s`,
     },
     {
       key: 'login-burst-logins',
@@ -543,7 +593,11 @@ async function measureLoginBurst(base: string, all: Scenario[], s: Scenario, dur
  * How long a failed sign-in takes with an unknown email and with a wrong password, one at a time
  * (medians of `rounds`): equal times tell an attacker nothing about which emails exist.
  */
-async function signInTimings(base: string, email: string, rounds = 12): Promise<{ unknownEmailMs: number; wrongPasswordMs: number }> {
+async function signInTimings(
+  base: string,
+  email: string,
+  rounds = 12,
+): Promise<{ unknownEmailMs: number; wrongPasswordMs: number }> {
   const nextAddress = addressSource();
   const timed = async (body: object) => {
     const started = performance.now();
@@ -563,8 +617,22 @@ async function signInTimings(base: string, email: string, rounds = 12): Promise<
     wrong.push(await timed({ email, password: `${PASSWORD}-wrong` }));
   }
   return {
-    unknownEmailMs: round(percentile(unknown.sort((a, b) => a - b), 50, true), 1),
-    wrongPasswordMs: round(percentile(wrong.sort((a, b) => a - b), 50, true), 1),
+    unknownEmailMs: round(
+      percentile(
+        unknown.sort((a, b) => a - b),
+        50,
+        true,
+      ),
+      1,
+    ),
+    wrongPasswordMs: round(
+      percentile(
+        wrong.sort((a, b) => a - b),
+        50,
+        true,
+      ),
+      1,
+    ),
   };
 }
 
@@ -597,14 +665,18 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
     ...['typed', 'typed-unit', 'typed-super', 'typed-patients'].map((key): Target => {
       const row = at(key, 32);
       const name = `PostgreSQL CPU per search <= 2 ms (${key}, 32 connections)`;
-      return row?.pgCpuMs === undefined ? { name, met: false, measured: 'not measured' } : { name, met: row.pgCpuMs <= 2, measured: `${row.pgCpuMs} ms` };
+      return row?.pgCpuMs === undefined
+        ? { name, met: false, measured: 'not measured' }
+        : { name, met: row.pgCpuMs <= 2, measured: `${row.pgCpuMs} ms` };
     }),
     latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
     latency('login-burst', 2, 100, `health and studies list p99 < 100 ms during ${LOGIN_BURST} concurrent logins`),
     {
       name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
       met: validate.every((r) => r?.status === 'ok' && (r.ratio ?? 0) >= 0.5),
-      measured: validate.map((r) => (r?.status === 'ok' ? `${Math.round((r.ratio ?? 0) * 100)}%` : r?.note ?? '-')).join(' / '),
+      measured: validate
+        .map((r) => (r?.status === 'ok' ? `${Math.round((r.ratio ?? 0) * 100)}%` : (r?.note ?? '-')))
+        .join(' / '),
     },
     { name: 'API peak RSS < 300 MB', met: peakRssMb < 300, measured: `${Math.round(peakRssMb)} MB` },
     { name: 'zero errors (non-2xx, socket errors, timeouts)', met: errors === 0, measured: `${errors}` },
@@ -630,7 +702,18 @@ function tableRows(rows: Measured[]): string[][] {
   );
 }
 
-const HEADER = ['endpoint', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'x bare', 'API RSS MB', 'API CPU ms/req', 'PG CPU ms/req'];
+const HEADER = [
+  'endpoint',
+  'conns',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'errors',
+  'x bare',
+  'API RSS MB',
+  'API CPU ms/req',
+  'PG CPU ms/req',
+];
 
 function machine(fx: Fixtures) {
   return {
@@ -668,7 +751,11 @@ async function main(): Promise<void> {
     .option('--no-build', 'reuse bench/results/dist from the previous run')
     .option('--no-readme', 'do not write the table into bench/README.md')
     .option('--search-seed <n>', 'seed of the typed fragments (default: a new one each run)')
-    .option('--node-options <flags>', 'flags of the API\'s node command, e.g. heap limits or --cpu-prof (see bench/README.md)', API_NODE_OPTIONS)
+    .option(
+      '--node-options <flags>',
+      "flags of the API's node command, e.g. heap limits or --cpu-prof (see bench/README.md)",
+      API_NODE_OPTIONS,
+    )
     .parse(process.argv)
     .opts<Options>();
   const connectionCounts = options.connections.split(',').map(Number);
@@ -691,23 +778,29 @@ async function main(): Promise<void> {
   try {
     const bare = await startBareServer();
     children.push(bare);
-    const api = await startApi(mainJs, {
-      NODE_ENV: 'production',
-      DATABASE_URL: url,
-      LOG_LEVEL: 'warn',
-      TRUST_PROXY: '127.0.0.1',
-      QUEUE_PREFIX: queuePrefixOf(options.database),
-      JWT_SECRET: randomBytes(32).toString('hex'),
-      WEBHOOK_SECRET: randomBytes(16).toString('hex'),
-      METRICS_TOKEN: randomBytes(16).toString('hex'),
-    }, options.nodeOptions.split(/\s+/).filter(Boolean));
+    const api = await startApi(
+      mainJs,
+      {
+        NODE_ENV: 'production',
+        DATABASE_URL: url,
+        LOG_LEVEL: 'warn',
+        TRUST_PROXY: '127.0.0.1',
+        QUEUE_PREFIX: queuePrefixOf(options.database),
+        JWT_SECRET: randomBytes(32).toString('hex'),
+        WEBHOOK_SECRET: randomBytes(16).toString('hex'),
+        METRICS_TOKEN: randomBytes(16).toString('hex'),
+      },
+      options.nodeOptions.split(/\s+/).filter(Boolean),
+    );
     children.push(api);
     const pid = api.process.pid as number;
     const memory = rssSampler(pid);
     const probeDb = new Client({ connectionString: url });
     await probeDb.connect();
     const cpuProbe: CpuProbe = { apiPid: pid, db: probeDb, database: options.database };
-    console.log(`API pid ${pid} at ${api.url} (RSS at start ${Math.round(memoryOf(pid)?.rssMb ?? 0)} MB); bare server at ${bare.url}`);
+    console.log(
+      `API pid ${pid} at ${api.url} (RSS at start ${Math.round(memoryOf(pid)?.rssMb ?? 0)} MB); bare server at ${bare.url}`,
+    );
     console.log(
       `Largest tenant "${fx.tenantName}": ${fx.tenantStudies} studies of ${fx.database.studies}; tenant admin ${fx.adminEmail}`,
     );
@@ -732,36 +825,52 @@ async function main(): Promise<void> {
       if (!unavailable) {
         const answer = await probeRoute(base, s);
         if (isMissingRoute(answer.status, answer.text)) unavailable = 'n/a (not built)';
-        else if (answer.status >= 300) console.warn(`  ${s.label}: probe answered ${answer.status} ${answer.text.slice(0, 200)}`);
+        else if (answer.status >= 300)
+          console.warn(`  ${s.label}: probe answered ${answer.status} ${answer.text.slice(0, 200)}`);
       }
       if (unavailable) {
         console.log(`${s.label}: ${unavailable}`);
-        for (const c of connectionCounts) rows.push({ key: s.key, label: s.label, connections: c, status: 'n/a', note: unavailable });
+        for (const c of connectionCounts)
+          rows.push({ key: s.key, label: s.label, connections: c, status: 'n/a', note: unavailable });
         continue;
       }
       if (s.key === 'login-burst') {
         for (const row of await measureLoginBurst(base, every, s, options.duration, cpuProbe)) {
           rows.push(row);
-          console.log(`${row.label.padEnd(52)} c=${String(row.connections).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  ${row.note ?? ''}`);
+          console.log(
+            `${row.label.padEnd(52)} c=${String(row.connections).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  ${row.note ?? ''}`,
+          );
         }
         continue;
       }
       if (options.warmup > 0) await drive(base, s, 8, options.warmup);
       for (const c of connectionCounts) {
-        const row = await measure(base, s, c, options.duration, s.key === 'bare' ? undefined : memory, s.key === 'bare' ? undefined : cpuProbe);
+        const row = await measure(
+          base,
+          s,
+          c,
+          options.duration,
+          s.key === 'bare' ? undefined : memory,
+          s.key === 'bare' ? undefined : cpuProbe,
+        );
         if (s.key === 'bare') bareRate.set(c, row.rps ?? 0);
         row.ratio = round((row.rps ?? 0) / (bareRate.get(c) || NaN), 3);
         rows.push(row);
-        const codes = Object.entries(row.statuses ?? {}).map(([k, v]) => `${k}:${v}`).join(' ');
+        const codes = Object.entries(row.statuses ?? {})
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' ');
         console.log(
           `${s.label.padEnd(52)} c=${String(c).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  cpu ${row.apiCpuMs ?? '-'}/${row.pgCpuMs ?? '-'} ms  [${codes}]`,
         );
       }
     }
 
-    const timings = !wanted || wanted.has('login') || wanted.has('login-burst') ? await signInTimings(api.url, fx.adminEmail) : null;
+    const timings =
+      !wanted || wanted.has('login') || wanted.has('login-burst') ? await signInTimings(api.url, fx.adminEmail) : null;
     if (timings) {
-      console.log(`failed sign-in, median of 12 one at a time: unknown email ${timings.unknownEmailMs} ms, wrong password ${timings.wrongPasswordMs} ms`);
+      console.log(
+        `failed sign-in, median of 12 one at a time: unknown email ${timings.unknownEmailMs} ms, wrong password ${timings.wrongPasswordMs} ms`,
+      );
     }
     await probeDb.end();
     const hwm = memoryOf(pid)?.hwmMb ?? 0;
@@ -780,7 +889,12 @@ async function main(): Promise<void> {
       machine: { ...info, load_average_at_end: loadavg().map((x) => round(x, 2)) },
       database: { name: options.database, ...fx.database },
       largest_tenant: { name: fx.tenantName, studies: fx.tenantStudies, caller: fx.adminEmail },
-      options: { duration_s: options.duration, warmup_s: options.warmup, connections: connectionCounts, api_node_options: options.nodeOptions },
+      options: {
+        duration_s: options.duration,
+        warmup_s: options.warmup,
+        connections: connectionCounts,
+        api_node_options: options.nodeOptions,
+      },
       searches: { common: COMMON_FRAGMENTS, patient: fx.patientSearches, typed_seed: searchSeed, typed: fx.typed },
       unit_user: { caller: fx.unitUserEmail, studies: fx.unitStudies },
       api_peak_rss_mb: round(peakRssMb, 0),
@@ -828,7 +942,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (error) => {
-    console.error(error instanceof Error ? error.stack ?? error.message : error);
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
     process.exit(1);
   },
 );

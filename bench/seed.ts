@@ -98,7 +98,7 @@ function tenantWeights(count: number): number[] {
   const tail = Array.from({ length: count - 1 }, (_, i) => 1 / (i + 2));
   const tailSum = tail.reduce((a, b) => a + b, 0);
   // With few tenants the 1/rank tail would outgrow the first one: then all follow 1/rank.
-  if (0.8 * tail[0] / tailSum >= 0.2) return [1, ...tail];
+  if ((0.8 * tail[0]) / tailSum >= 0.2) return [1, ...tail];
   return [0.2, ...tail.map((w) => (0.8 * w) / tailSum)];
 }
 
@@ -372,7 +372,11 @@ const buildWeight = (def: string) => (def.includes('gin') ? 2 : 1) * (/ON public
 
 async function restoreDdl(db: Pool, ddl: Ddl): Promise<void> {
   const keyAndIndexes = [
-    ...ddl.primaryKeys.map((pk) => ({ label: `${pk.table}.${pk.name}`, sql: `ALTER TABLE ${pk.table} ADD CONSTRAINT ${quoteIdent(pk.name)} ${pk.def}`, w: 3 })),
+    ...ddl.primaryKeys.map((pk) => ({
+      label: `${pk.table}.${pk.name}`,
+      sql: `ALTER TABLE ${pk.table} ADD CONSTRAINT ${quoteIdent(pk.name)} ${pk.def}`,
+      w: 3,
+    })),
     ...ddl.indexes.map((index) => ({ label: `${index.table}.${index.name}`, sql: index.def, w: buildWeight(index.def) })),
   ].sort((a, b) => b.w - a.w);
   await runParallel(db, keyAndIndexes);
@@ -408,14 +412,15 @@ async function main(): Promise<void> {
     .option('--units <n>', 'number of units over all tenants (at least one per tenant)', (v) => Number(v), 400)
     .option('--database <name>', 'database to (re)create', DEFAULT_BENCH_DATABASE)
     .option('--big-series <n>', 'series of 1,000 instances, in the largest tenant', (v) => Number(v), 5)
-    .option('--bcrypt-cost <n>', 'bcrypt cost of the users\' password hash', (v) => Number(v), 10)
+    .option('--bcrypt-cost <n>', "bcrypt cost of the users' password hash", (v) => Number(v), 10)
     .option('--force', 'allow a database name without "bench" in it', false)
     .parse(process.argv);
   const options = program.opts<Options>();
   for (const key of ['studies', 'tenants', 'units', 'bigSeries', 'bcryptCost'] as const) {
     if (!Number.isInteger(options[key]) || options[key] < 0) throw new Error(`--${key} must be a non-negative integer`);
   }
-  if (options.tenants < 1 || options.studies < options.tenants) throw new Error('need at least one tenant and one study per tenant');
+  if (options.tenants < 1 || options.studies < options.tenants)
+    throw new Error('need at least one tenant and one study per tenant');
   options.units = Math.max(options.units, options.tenants);
   if (!options.database.includes('bench') && !options.force) {
     throw new Error(`refusing to drop "${options.database}": the name must contain "bench" (or pass --force)`);
@@ -461,7 +466,12 @@ async function main(): Promise<void> {
       await db.query(
         `INSERT INTO units (id, tenant_id, name, slug, is_active)
          SELECT id, tenant_id, name, slug, true FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[]) AS u(id, tenant_id, name, slug)`,
-        [units.map((u) => u.id), units.map((u) => tenants[u.tenantIdx - 1].id), units.map((u) => u.name), units.map((u) => u.slug)],
+        [
+          units.map((u) => u.id),
+          units.map((u) => tenants[u.tenantIdx - 1].id),
+          units.map((u) => u.name),
+          units.map((u) => u.slug),
+        ],
       );
       const hash = bcrypt.hashSync(BENCH_PASSWORD, options.bcryptCost);
       await db.query(
@@ -492,7 +502,13 @@ async function main(): Promise<void> {
       await db.query(
         `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address)
          SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])`,
-        [devices.map((d) => d.tenantId), devices.map((d) => d.unitId), devices.map((d) => d.name), devices.map((d) => d.aet), devices.map((d) => d.ip)],
+        [
+          devices.map((d) => d.tenantId),
+          devices.map((d) => d.unitId),
+          devices.map((d) => d.name),
+          devices.map((d) => d.aet),
+          devices.map((d) => d.ip),
+        ],
       );
     });
 
@@ -519,9 +535,7 @@ async function main(): Promise<void> {
     });
     // Two halves on two connections: the generation is CPU-bound.
     await step('series', () =>
-      Promise.all(
-        ['k % 2 = 0', 'k % 2 = 1'].map((filter) => db.query(seriesSql(filter), [...planParams, l.modManufacturers])),
-      ),
+      Promise.all(['k % 2 = 0', 'k % 2 = 1'].map((filter) => db.query(seriesSql(filter), [...planParams, l.modManufacturers]))),
     );
     // A patient row per patient that has studies, created with its first study.
     await step('patients', () =>
@@ -602,7 +616,12 @@ async function main(): Promise<void> {
           total_ms: Date.now() - totalStarted,
           timings_ms: timings,
           rows: Object.fromEntries(counts.rows.map((r) => [r.table, Number(r.rows)])),
-          largest_tenant: { id: largest.id, name: largest.name, studies: largest.studies, tenant_admin: `admin@${largest.slug}.bench` },
+          largest_tenant: {
+            id: largest.id,
+            name: largest.name,
+            studies: largest.studies,
+            tenant_admin: `admin@${largest.slug}.bench`,
+          },
           big_series: bigSeries,
         },
         null,

@@ -51,7 +51,12 @@ interface Options {
 
 function parseOptions(): Options {
   return new Command()
-    .option('--seconds <n>', 'duration (default SOAK_SECONDS or 300)', (v) => Number(v), Number(process.env.SOAK_SECONDS ?? 300))
+    .option(
+      '--seconds <n>',
+      'duration (default SOAK_SECONDS or 300)',
+      (v) => Number(v),
+      Number(process.env.SOAK_SECONDS ?? 300),
+    )
     .option('--connections <n>', 'concurrent keep-alive connections', (v) => Number(v), 64)
     .option('--warmup <n>', 'seconds before memory is measured (default 20% of the run, 10-60 s)', (v) => Number(v))
     .option('--source <name>', 'the benchmark seed to copy', DEFAULT_BENCH_DATABASE)
@@ -112,7 +117,12 @@ async function prepareDataset(options: Options): Promise<Dataset> {
         }
         console.log(`copied ${options.source} to ${options.database} in ${seconds(started)}`);
       }
-      return { database: options.database, origin: `copy of ${options.source}`, password: BENCH_PASSWORD, studies: await countStudies(options.database) };
+      return {
+        database: options.database,
+        origin: `copy of ${options.source}`,
+        password: BENCH_PASSWORD,
+        studies: await countStudies(options.database),
+      };
     }
   } finally {
     await admin.end();
@@ -146,10 +156,14 @@ async function seedOwn(database: string): Promise<void> {
     const started = Date.now();
     const hash = bcrypt.hashSync(OWN_PASSWORD, 10);
     await db.query('BEGIN');
-    const { rows: [tenant] } = await db.query(`INSERT INTO tenants (name, slug) VALUES ('Soak Clinic', 'soak-clinic') RETURNING id`);
+    const {
+      rows: [tenant],
+    } = await db.query(`INSERT INTO tenants (name, slug) VALUES ('Soak Clinic', 'soak-clinic') RETURNING id`);
     const units: string[] = [];
     for (const n of [1, 2]) {
-      const { rows: [unit] } = await db.query(`INSERT INTO units (tenant_id, name, slug) VALUES ($1, $2, $3) RETURNING id`, [
+      const {
+        rows: [unit],
+      } = await db.query(`INSERT INTO units (tenant_id, name, slug) VALUES ($1, $2, $3) RETURNING id`, [
         tenant.id,
         `Soak Unit ${n}`,
         `soak-unit-${n}`,
@@ -170,7 +184,10 @@ async function seedOwn(database: string): Promise<void> {
         hash,
       ]);
     }
-    await db.query(`INSERT INTO users (name, email, password, is_super_admin) VALUES ('Soak Root', 'super@soak.bench', $1, true)`, [hash]);
+    await db.query(
+      `INSERT INTO users (name, email, password, is_super_admin) VALUES ('Soak Root', 'super@soak.bench', $1, true)`,
+      [hash],
+    );
     await db.query(
       `INSERT INTO patients (tenant_id, patient_id, patient_name, patient_birth_date, patient_sex)
        SELECT $1, 'SP' || lpad(g::text, 6, '0'),
@@ -229,14 +246,19 @@ async function plan(database: string): Promise<Plan> {
   const db = new Client({ connectionString: databaseUrl(database) });
   await db.connect();
   try {
-    const { rows: [tenant] } = await db.query(
+    const {
+      rows: [tenant],
+    } = await db.query(
       `SELECT t.id, (SELECT u.id FROM units u WHERE u.tenant_id = t.id ORDER BY u.name LIMIT 1) AS unit_id
          FROM tenants t WHERE t.slug <> 'quarantine'
         ORDER BY (SELECT count(*) FROM users WHERE tenant_id = t.id) DESC, t.name LIMIT 1`,
     );
     // The biggest clinic by studies, from the planner's per-tenant index statistics, is costly on a
     // million rows; the seeds give the biggest clinic the most users too, which is cheap to count.
-    const { rows: admins } = await db.query(`SELECT email FROM users WHERE tenant_id = $1 AND is_tenant_admin AND is_active LIMIT 1`, [tenant.id]);
+    const { rows: admins } = await db.query(
+      `SELECT email FROM users WHERE tenant_id = $1 AND is_tenant_admin AND is_active LIMIT 1`,
+      [tenant.id],
+    );
     const { rows: users } = await db.query(
       `SELECT email FROM users WHERE tenant_id = $1 AND NOT is_tenant_admin AND is_active AND unit_id IS NOT NULL ORDER BY email LIMIT 6`,
       [tenant.id],
@@ -250,7 +272,10 @@ async function plan(database: string): Promise<Plan> {
       tenantId: tenant.id,
       unitId: tenant.unit_id,
       emails: [...admins, ...users, ...roots].map((r) => r.email),
-      searches: names.map((r) => r.surname.slice(0, 4)).filter((s: string) => s.length >= 3).slice(0, 30),
+      searches: names
+        .map((r) => r.surname.slice(0, 4))
+        .filter((s: string) => s.length >= 3)
+        .slice(0, 30),
     };
   } finally {
     await db.end();
@@ -268,15 +293,32 @@ interface Answer {
   ms: number;
 }
 
-function request(base: URL, method: string, path: string, headers: Record<string, string> = {}, body?: string, keepBody = false): Promise<Answer> {
+function request(
+  base: URL,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+  keepBody = false,
+): Promise<Answer> {
   const started = performance.now();
   return new Promise((resolve) => {
     const req = http.request(
-      { host: base.hostname, port: base.port, method, path, agent, headers: body ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : headers, timeout: 30_000 },
+      {
+        host: base.hostname,
+        port: base.port,
+        method,
+        path,
+        agent,
+        headers: body ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : headers,
+        timeout: 30_000,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => keepBody && chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), ms: performance.now() - started }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), ms: performance.now() - started }),
+        );
         res.on('error', () => resolve({ status: 0, body: 'response error', ms: performance.now() - started }));
       },
     );
@@ -289,7 +331,14 @@ function request(base: URL, method: string, path: string, headers: Record<string
 const clientIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 
 async function signIn(base: URL, email: string, password: string): Promise<string> {
-  const answer = await request(base, 'POST', '/api/login', { 'x-forwarded-for': clientIp() }, JSON.stringify({ email, password }), true);
+  const answer = await request(
+    base,
+    'POST',
+    '/api/login',
+    { 'x-forwarded-for': clientIp() },
+    JSON.stringify({ email, password }),
+    true,
+  );
   if (answer.status !== 200) throw new Error(`sign-in of ${email}: ${answer.status} ${answer.body}`);
   return JSON.parse(answer.body).access_token;
 }
@@ -297,7 +346,14 @@ async function signIn(base: URL, email: string, password: string): Promise<strin
 async function studiesOf(base: URL, token: string): Promise<Array<{ id: string; uid: string }>> {
   const out: Array<{ id: string; uid: string }> = [];
   for (const page of [1, 2, 3, 5, 8, 13]) {
-    const answer = await request(base, 'GET', `/api/studies?page=${page}`, { authorization: `Bearer ${token}` }, undefined, true);
+    const answer = await request(
+      base,
+      'GET',
+      `/api/studies?page=${page}`,
+      { authorization: `Bearer ${token}` },
+      undefined,
+      true,
+    );
     if (answer.status !== 200) throw new Error(`studies page ${page}: ${answer.status} ${answer.body}`);
     for (const s of JSON.parse(answer.body).data) out.push({ id: s.id, uid: s.study_instance_uid });
   }
@@ -307,7 +363,14 @@ async function studiesOf(base: URL, token: string): Promise<Array<{ id: string; 
 async function viewerTokens(base: URL, reader: Reader, count: number): Promise<Array<{ token: string; uid: string }>> {
   const out: Array<{ token: string; uid: string }> = [];
   for (const study of reader.studies.slice(0, count)) {
-    const answer = await request(base, 'POST', '/api/viewer/token', { authorization: `Bearer ${reader.token}` }, JSON.stringify({ study_id: study.id }), true);
+    const answer = await request(
+      base,
+      'POST',
+      '/api/viewer/token',
+      { authorization: `Bearer ${reader.token}` },
+      JSON.stringify({ study_id: study.id }),
+      true,
+    );
     if (answer.status !== 200) throw new Error(`viewer token: ${answer.status} ${answer.body}`);
     out.push({ token: JSON.parse(answer.body).token, uid: study.uid });
   }
@@ -380,12 +443,18 @@ async function main(): Promise<void> {
   const started = Date.now();
   const dataset = await prepareDataset(options);
   const who = await plan(dataset.database);
-  console.log(`soak on ${dataset.database} (${dataset.origin}, ${dataset.studies.toLocaleString('en')} studies): ${options.seconds} s, ${options.connections} connections, warm-up ${warmup} s`);
+  console.log(
+    `soak on ${dataset.database} (${dataset.origin}, ${dataset.studies.toLocaleString('en')} studies): ${options.seconds} s, ${options.connections} connections, warm-up ${warmup} s`,
+  );
 
   const workDir = await fs.mkdtemp(join(os.tmpdir(), 'pacs-soak-'));
   const apiPort = await freePort();
   const secret = randomBytes(24).toString('hex');
-  const orthanc = await startOrthanc({ stableAge: 2, webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`, webhookSecret: secret });
+  const orthanc = await startOrthanc({
+    stableAge: 2,
+    webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
+    webhookSecret: secret,
+  });
   const prefix = `pacs_soak_${randomBytes(3).toString('hex')}`;
   const env: Record<string, string> = {
     NODE_ENV: 'production',
@@ -412,7 +481,7 @@ async function main(): Promise<void> {
   };
 
   try {
-    for (const deadline = Date.now() + 120_000; ; ) {
+    for (const deadline = Date.now() + 120_000; ;) {
       if (api.exitCode !== null) throw new Error(`API exited: ${api.output()}`);
       if ((await request(base, 'GET', '/api/health')).status === 200) break;
       if (Date.now() > deadline) throw new Error(`API did not come up: ${api.output()}`);
@@ -461,7 +530,10 @@ async function main(): Promise<void> {
     // Viewer tokens live 600 s: long runs renew them.
     const renew = setInterval(() => {
       for (const reader of readers) {
-        void viewerTokens(base, reader, 10).then((fresh) => (reader.viewer = fresh), () => undefined);
+        void viewerTokens(base, reader, 10).then(
+          (fresh) => (reader.viewer = fresh),
+          () => undefined,
+        );
       }
     }, 240_000);
 
@@ -525,7 +597,13 @@ async function main(): Promise<void> {
           answer = await request(base, 'POST', '/api/viewer/token', auth, JSON.stringify({ study_id: study.id }));
           break;
         case 'login':
-          answer = await request(base, 'POST', '/api/login', { 'x-forwarded-for': clientIp() }, JSON.stringify({ email: reader.email, password: dataset.password }));
+          answer = await request(
+            base,
+            'POST',
+            '/api/login',
+            { 'x-forwarded-for': clientIp() },
+            JSON.stringify({ email: reader.email, password: dataset.password }),
+          );
           break;
       }
       completedThisSecond++;
@@ -538,7 +616,9 @@ async function main(): Promise<void> {
       }
     };
 
-    console.log(`load: ${readers.length} readers, ${readers.reduce((n, r) => n + r.studies.length, 0)} studies, ${readers.reduce((n, r) => n + r.viewer.length, 0)} viewer tokens`);
+    console.log(
+      `load: ${readers.length} readers, ${readers.reduce((n, r) => n + r.studies.length, 0)} studies, ${readers.reduce((n, r) => n + r.viewer.length, 0)} viewer tokens`,
+    );
     await Promise.all(
       Array.from({ length: options.connections }, async () => {
         while (Date.now() < endAt) await one();
@@ -554,9 +634,11 @@ async function main(): Promise<void> {
     let ingested = 0;
     let orthancStudies = 0;
     for (;;) {
-      const ids = (await (await fetch(`${orthanc.url}/studies`, {
-        headers: { authorization: `Basic ${Buffer.from(`${orthanc.username}:${orthanc.password}`).toString('base64')}` },
-      })).json()) as string[];
+      const ids = (await (
+        await fetch(`${orthanc.url}/studies`, {
+          headers: { authorization: `Basic ${Buffer.from(`${orthanc.username}:${orthanc.password}`).toString('base64')}` },
+        })
+      ).json()) as string[];
       orthancStudies = ids.length;
       const { rows } = await db.query(
         `SELECT count(*)::int AS n FROM studies s
@@ -575,8 +657,14 @@ async function main(): Promise<void> {
     const after = memory.filter((m) => m.t >= warmup);
     const window = Math.max(1, Math.round(after.length * 0.15));
     const median = (values: number[]) => percentile([...values], 50);
-    const baseline = { api: median(after.slice(0, window).map((m) => m.api)), worker: median(after.slice(0, window).map((m) => m.worker)) };
-    const final = { api: median(after.slice(-window).map((m) => m.api)), worker: median(after.slice(-window).map((m) => m.worker)) };
+    const baseline = {
+      api: median(after.slice(0, window).map((m) => m.api)),
+      worker: median(after.slice(0, window).map((m) => m.worker)),
+    };
+    const final = {
+      api: median(after.slice(-window).map((m) => m.api)),
+      worker: median(after.slice(-window).map((m) => m.worker)),
+    };
     const growth = { api: final.api / baseline.api - 1, worker: final.worker / baseline.worker - 1 };
     const peak = { api: Math.max(...memory.map((m) => m.api)), worker: Math.max(...memory.map((m) => m.worker)) };
     const all = [...latencies.values()].flat();
@@ -594,7 +682,14 @@ async function main(): Promise<void> {
       ];
     });
     const sortedAll = all.sort((a, b) => a - b);
-    rows.push(['all', total.toLocaleString('en'), round(percentile(sortedAll, 50, true)).toFixed(1), round(percentile(sortedAll, 99, true)).toFixed(1), round(sortedAll.at(-1) ?? NaN).toFixed(1), '']);
+    rows.push([
+      'all',
+      total.toLocaleString('en'),
+      round(percentile(sortedAll, 50, true)).toFixed(1),
+      round(percentile(sortedAll, 99, true)).toFixed(1),
+      round(sortedAll.at(-1) ?? NaN).toFixed(1),
+      '',
+    ]);
     const steady = perSecond.slice(warmup);
     const result = {
       finished_at: new Date().toISOString(),
@@ -608,7 +703,10 @@ async function main(): Promise<void> {
       errors: errorCount,
       error_samples: errors,
       latency_ms: Object.fromEntries(
-        rows.map((r) => [r[0], { count: Number(r[1].replace(/,/g, '')), p50: Number(r[2]), p99: Number(r[3]), max: Number(r[4]) }]),
+        rows.map((r) => [
+          r[0],
+          { count: Number(r[1].replace(/,/g, '')), p50: Number(r[2]), p99: Number(r[3]), max: Number(r[4]) },
+        ]),
       ),
       memory_mb: {
         baseline_after_warmup: { api: round(baseline.api), worker: round(baseline.worker) },
@@ -639,7 +737,9 @@ async function main(): Promise<void> {
         `ingestion: ${sent} studies sent (${sendFailures} failed to send), ${ingested}/${orthancStudies} indexed with thumbnails`,
         ...errors.map((e) => `  error: ${e}`),
         `results: ${file}`,
-        failures.length ? `FAILED: ${failures.join('; ')}` : 'PASSED: zero errors, memory growth under 20%, every study indexed',
+        failures.length
+          ? `FAILED: ${failures.join('; ')}`
+          : 'PASSED: zero errors, memory growth under 20%, every study indexed',
       ].join('\n'),
     );
     process.exitCode = failures.length ? 1 : 0;

@@ -15,10 +15,9 @@ const { API_NODE_FLAGS } = require('./api-node-flags');
 // A first try listens on this machine only; HOST=0.0.0.0 (or an address) opens it to the network.
 const env = { ...process.env, HOST: process.env.HOST || '127.0.0.1' };
 
-const children = [
-  [...API_NODE_FLAGS, join(root, 'dist/src/main.js')],
-  [join(root, 'dist/src/worker.js')],
-].map((args) => spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env }));
+const children = [[...API_NODE_FLAGS, join(root, 'dist/src/main.js')], [join(root, 'dist/src/worker.js')]].map((args) =>
+  spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env }),
+);
 let stopping = false;
 const stop = (signal) => {
   if (stopping) return;

@@ -49,13 +49,10 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   });
   // Orthanc's Lua HttpPost may send its JSON as a form; nothing else of the API takes forms (a
   // form is what another site's page can post without asking): 415 elsewhere.
-  fastify.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
-    (request, body, done) =>
-      LENIENT_BODY_ROUTES.has(request.url.split('?')[0])
-        ? done(null, { ...parseQueryString(body as string) })
-        : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
+  fastify.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) =>
+    LENIENT_BODY_ROUTES.has(request.url.split('?')[0])
+      ? done(null, { ...parseQueryString(body as string) })
+      : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
   );
 }
 

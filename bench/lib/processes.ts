@@ -54,7 +54,10 @@ export async function waitUntilUp(child: Child, url: string, timeoutMs: number, 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.process.exitCode !== null) throw new Error(`process exited ${child.process.exitCode}:\n${child.output()}`);
-    const ok = await fetch(url).then((r) => anyStatus || r.ok, () => false);
+    const ok = await fetch(url).then(
+      (r) => anyStatus || r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${url} did not come up in ${timeoutMs} ms:\n${child.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -67,13 +70,21 @@ export async function startBareServer(): Promise<Child> {
   const code = `require('http').createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"ok":true}');
     }).listen(${port}, '127.0.0.1');`;
-  const child = track(spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'pipe'] }), `http://127.0.0.1:${port}`, false);
+  const child = track(
+    spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    `http://127.0.0.1:${port}`,
+    false,
+  );
   await waitUntilUp(child, child.url, 10_000);
   return child;
 }
 
 /** The API exactly as production runs it (`node <API_NODE_FLAGS> <dist>/src/main.js`), on its own port. */
-export async function startApi(mainJs: string, env: Record<string, string>, nodeArgs: string[] = API_NODE_FLAGS): Promise<Child> {
+export async function startApi(
+  mainJs: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = API_NODE_FLAGS,
+): Promise<Child> {
   const port = await freePort();
   const child = track(
     spawn(process.execPath, [...nodeArgs, mainJs], {

@@ -90,7 +90,9 @@ function startProcess(name: string, file: string, args: string[], env: NodeJS.Pr
   children.push({ name, child });
   child.once('exit', (code, signal) => {
     if (stopping) return;
-    console.error(`\n${name} stopped (${signal ?? `exit ${code}`}); its log: ${path.relative(process.cwd(), path.join(LOGS, `${name}.log`))}`);
+    console.error(
+      `\n${name} stopped (${signal ?? `exit ${code}`}); its log: ${path.relative(process.cwd(), path.join(LOGS, `${name}.log`))}`,
+    );
     void stopAll(1);
   });
   return child;
@@ -144,16 +146,26 @@ async function startOrthanc(s: Secrets, httpPort: number, dicomPort: number, web
   };
   const file = path.join(dir, 'orthanc.json');
   writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
-  startProcess('orthanc', ORTHANC_BIN, [file], {
-    ORTHANC_NAME: 'PACS demo',
-    ORTHANC_USERNAME: ORTHANC_USER,
-    ORTHANC_PASSWORD: s.ORTHANC_PASSWORD,
-    PACS_WEBHOOK_URL: webhookUrl,
-    PACS_WEBHOOK_SECRET: s.WEBHOOK_SECRET,
-    TCP_NODELAY: '1',
-  }, dir);
+  startProcess(
+    'orthanc',
+    ORTHANC_BIN,
+    [file],
+    {
+      ORTHANC_NAME: 'PACS demo',
+      ORTHANC_USERNAME: ORTHANC_USER,
+      ORTHANC_PASSWORD: s.ORTHANC_PASSWORD,
+      PACS_WEBHOOK_URL: webhookUrl,
+      PACS_WEBHOOK_SECRET: s.WEBHOOK_SECRET,
+      TCP_NODELAY: '1',
+    },
+    dir,
+  );
   const auth = `Basic ${Buffer.from(`${ORTHANC_USER}:${s.ORTHANC_PASSWORD}`).toString('base64')}`;
-  await waitUntil('Orthanc', async () => (await fetch(`http://127.0.0.1:${httpPort}/system`, { headers: { authorization: auth } })).ok, 60_000);
+  await waitUntil(
+    'Orthanc',
+    async () => (await fetch(`http://127.0.0.1:${httpPort}/system`, { headers: { authorization: auth } })).ok,
+    60_000,
+  );
 }
 
 async function startNginx(s: Secrets, port: number, apiPort: number, orthancPort: number): Promise<void> {
@@ -182,10 +194,19 @@ async function startNginx(s: Secrets, port: number, apiPort: number, orthancPort
 }
 
 /** JSON over HTTP through the proxy, as a browser would reach the API. */
-async function api(base: string, method: string, url: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function api(
+  base: string,
+  method: string,
+  url: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${base}${url}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await response.text();
@@ -202,8 +223,18 @@ function expectStatus(what: string, res: { status: number; body: unknown }, ...o
 }
 
 /** Finds a record by name in an admin list, or creates it. */
-async function findOrCreate(base: string, token: string, list: string, name: string, body: Record<string, unknown>): Promise<string> {
-  const found = expectStatus(`GET ${list}`, await api(base, 'GET', `${list}${list.includes('?') ? '&' : '?'}search=${encodeURIComponent(name)}`, token), 200);
+async function findOrCreate(
+  base: string,
+  token: string,
+  list: string,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const found = expectStatus(
+    `GET ${list}`,
+    await api(base, 'GET', `${list}${list.includes('?') ? '&' : '?'}search=${encodeURIComponent(name)}`, token),
+    200,
+  );
   const existing = (found.data as Array<{ id: string; name: string }>).find((row) => row.name === name);
   if (existing) return existing.id;
   return expectStatus(`POST ${list}`, await api(base, 'POST', list.split('?')[0], token, body), 201).id as string;
@@ -211,7 +242,16 @@ async function findOrCreate(base: string, token: string, list: string, name: str
 
 function createSuperAdmin(env: NodeJS.ProcessEnv, s: Secrets): Promise<void> {
   const cli = path.join(ROOT, 'dist/src/cli.js');
-  const args = [cli, 'create-super-admin', '--email', ADMIN_EMAIL, '--password', s.ADMIN_PASSWORD, '--name', 'Demo administrator'];
+  const args = [
+    cli,
+    'create-super-admin',
+    '--email',
+    ADMIN_EMAIL,
+    '--password',
+    s.ADMIN_PASSWORD,
+    '--name',
+    'Demo administrator',
+  ];
   return new Promise((resolve, reject) => {
     execFile(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
       // A second run finds the account: fine.
@@ -222,18 +262,61 @@ function createSuperAdmin(env: NodeJS.ProcessEnv, s: Secrets): Promise<void> {
 }
 
 const DEMO_STUDIES = [
-  { patientId: 'DEMO-0001', patientName: 'SILVA^JOÃO', patientSex: 'M', patientBirthDate: '19640312', studyDate: '20251104', studyDescription: 'CT head without contrast', modality: 'CT', series: 2 },
-  { patientId: 'DEMO-0002', patientName: 'SOUZA^MARIA', patientSex: 'F', patientBirthDate: '19811127', studyDate: '20251021', studyDescription: 'MR knee right', modality: 'MR', series: 2 },
-  { patientId: 'DEMO-0003', patientName: 'PEREIRA^ANA', patientSex: 'F', patientBirthDate: '19930605', studyDate: '20250918', studyDescription: 'CT chest low dose', modality: 'CT', series: 1 },
-  { patientId: 'DEMO-0001', patientName: 'SILVA^JOÃO', patientSex: 'M', patientBirthDate: '19640312', studyDate: '20240215', studyDescription: 'CT head follow-up', modality: 'CT', series: 1 },
+  {
+    patientId: 'DEMO-0001',
+    patientName: 'SILVA^JOÃO',
+    patientSex: 'M',
+    patientBirthDate: '19640312',
+    studyDate: '20251104',
+    studyDescription: 'CT head without contrast',
+    modality: 'CT',
+    series: 2,
+  },
+  {
+    patientId: 'DEMO-0002',
+    patientName: 'SOUZA^MARIA',
+    patientSex: 'F',
+    patientBirthDate: '19811127',
+    studyDate: '20251021',
+    studyDescription: 'MR knee right',
+    modality: 'MR',
+    series: 2,
+  },
+  {
+    patientId: 'DEMO-0003',
+    patientName: 'PEREIRA^ANA',
+    patientSex: 'F',
+    patientBirthDate: '19930605',
+    studyDate: '20250918',
+    studyDescription: 'CT chest low dose',
+    modality: 'CT',
+    series: 1,
+  },
+  {
+    patientId: 'DEMO-0001',
+    patientName: 'SILVA^JOÃO',
+    patientSex: 'M',
+    patientBirthDate: '19640312',
+    studyDate: '20240215',
+    studyDescription: 'CT head follow-up',
+    modality: 'CT',
+    series: 1,
+  },
 ];
 const INSTANCES_PER_SERIES = 3;
 
 async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets): Promise<void> {
   await createSuperAdmin(env, s);
-  const admin = expectStatus('admin sign-in', await api(base, 'POST', '/api/login', undefined, { email: ADMIN_EMAIL, password: s.ADMIN_PASSWORD }), 200).access_token as string;
+  const admin = expectStatus(
+    'admin sign-in',
+    await api(base, 'POST', '/api/login', undefined, { email: ADMIN_EMAIL, password: s.ADMIN_PASSWORD }),
+    200,
+  ).access_token as string;
   const tenantId = await findOrCreate(base, admin, '/api/admin/tenants', 'Demo Clinic', { name: 'Demo Clinic' });
-  const unitId = await findOrCreate(base, admin, `/api/admin/units?tenant_id=${tenantId}`, 'Radiology', { tenant_id: tenantId, name: 'Radiology' });
+  const unitId = await findOrCreate(base, admin, `/api/admin/units?tenant_id=${tenantId}`, 'Radiology', {
+    tenant_id: tenantId,
+    name: 'Radiology',
+  });
   await findOrCreate(base, admin, `/api/admin/modalities?tenant_id=${tenantId}`, 'Demo CT', {
     tenant_id: tenantId,
     unit_id: unitId,
@@ -241,22 +324,36 @@ async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets): Promi
     aet: DEVICE_AET,
     ip_address: '127.0.0.1',
   });
-  const doctors = expectStatus('GET users', await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(DOCTOR_EMAIL)}`, admin), 200);
+  const doctors = expectStatus(
+    'GET users',
+    await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(DOCTOR_EMAIL)}`, admin),
+    200,
+  );
   if (!(doctors.data as Array<{ email: string }>).some((user) => user.email === DOCTOR_EMAIL)) {
-    expectStatus('POST users', await api(base, 'POST', '/api/admin/users', admin, {
-      tenant_id: tenantId,
-      unit_id: unitId,
-      name: 'Dr. Demo',
-      email: DOCTOR_EMAIL,
-      password: s.DOCTOR_PASSWORD,
-    }), 201);
+    expectStatus(
+      'POST users',
+      await api(base, 'POST', '/api/admin/users', admin, {
+        tenant_id: tenantId,
+        unit_id: unitId,
+        name: 'Dr. Demo',
+        email: DOCTOR_EMAIL,
+        password: s.DOCTOR_PASSWORD,
+      }),
+      201,
+    );
   }
 
-  const doctor = expectStatus('doctor sign-in', await api(base, 'POST', '/api/login', undefined, { email: DOCTOR_EMAIL, password: s.DOCTOR_PASSWORD }), 200).access_token as string;
+  const doctor = expectStatus(
+    'doctor sign-in',
+    await api(base, 'POST', '/api/login', undefined, { email: DOCTOR_EMAIL, password: s.DOCTOR_PASSWORD }),
+    200,
+  ).access_token as string;
   const listed = async (): Promise<number> => {
     const res = await fetch(`${base}/dicom-web/studies?PatientID=DEMO-*`, { headers: { authorization: `Bearer ${doctor}` } });
     const studies = (await res.json()) as Array<Record<string, { Value?: number[] }>>;
-    return studies.filter((study) => study['00201208']?.Value?.[0] === (study['00201206']?.Value?.[0] ?? 0) * INSTANCES_PER_SERIES).length;
+    return studies.filter(
+      (study) => study['00201208']?.Value?.[0] === (study['00201206']?.Value?.[0] ?? 0) * INSTANCES_PER_SERIES,
+    ).length;
   };
   if ((await listed()) >= DEMO_STUDIES.length) return;
 

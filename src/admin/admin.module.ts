@@ -19,12 +19,6 @@ import { UsersService } from './users/users.service';
 @Module({
   imports: [AuthModule, ClinicsModule],
   controllers: [TenantsController, AdminUnitsController, ModalitiesController, UsersController],
-  providers: [
-    TenantsService,
-    ModalitiesRepository,
-    ModalitiesService,
-    UsersRepository,
-    UsersService,
-  ],
+  providers: [TenantsService, ModalitiesRepository, ModalitiesService, UsersRepository, UsersService],
 })
 export class AdminModule {}

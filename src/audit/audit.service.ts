@@ -1,12 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 
-export type AccessAction =
-  | 'study.view'
-  | 'study.image'
-  | 'study.thumbnail'
-  | 'series.thumbnail'
-  | 'viewer_token.issue';
+export type AccessAction = 'study.view' | 'study.image' | 'study.thumbnail' | 'series.thumbnail' | 'viewer_token.issue';
 
 /** What a caller tells the access log; ids that are not uuids are stored as null. */
 export interface AccessEntry {

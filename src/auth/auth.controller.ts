@@ -55,10 +55,7 @@ export class AuthController {
   @Auth()
   @ApiOperation({ summary: 'Blacklist the presented token and remove the cookie' })
   @ApiOkResponse({ type: MessageDto })
-  async logout(
-    @CurrentUser() user: AuthUser,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<MessageDto> {
+  async logout(@CurrentUser() user: AuthUser, @Res({ passthrough: true }) reply: FastifyReply): Promise<MessageDto> {
     await this.auth.logout(user);
     reply.clearCookie(ACCESS_COOKIE, { path: '/' });
     return { message: 'Successfully logged out' };
@@ -77,10 +74,7 @@ export class AuthController {
       '`{message: "Token Refresh window has expired"}`, `{message: "The token has been blacklisted"}` or `{message: "Unauthenticated."}`',
   })
   @ApiTooManyRequestsResponse({ description: '30 per minute per user' })
-  async refresh(
-    @Req() request: FastifyRequest,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<SessionDto> {
+  async refresh(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<SessionDto> {
     const session = await this.auth.refresh(extractAccessToken(request));
     this.setCookie(request, reply, session);
     return session;

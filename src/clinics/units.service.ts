@@ -25,7 +25,12 @@ export class UnitsService {
 
   async list(scope: DataScope, query: { tenant_id?: string; search?: string; page?: number }): Promise<Paginated<UnitDto>> {
     const filter = { tenantId: query.tenant_id, search: query.search };
-    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.units.page(scope, { ...filter, offset, limit }), toUnitDto);
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) => this.units.page(scope, { ...filter, offset, limit }),
+      toUnitDto,
+    );
   }
 
   async create(body: CreateUnitDto): Promise<UnitDto> {

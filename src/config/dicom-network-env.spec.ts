@@ -32,7 +32,9 @@ describe('every DCMTK process we start (Orthanc, storescu) runs with TCP_NODELAY
   it("the compose file's Orthanc", () => {
     // Each service is the block from `  <name>:` to the next line indented by two spaces or less.
     const services = read('docker/docker-compose.yml').split(/^(?=  [a-z][\w-]*:\s*$)/m);
-    const orthancs = services.filter((block) => /^  orthanc[\w-]*:/.test(block) && /image: .*orthanc|build: \.\/orthanc/.test(block));
+    const orthancs = services.filter(
+      (block) => /^  orthanc[\w-]*:/.test(block) && /image: .*orthanc|build: \.\/orthanc/.test(block),
+    );
     expect(orthancs.length).toBeGreaterThan(0);
     for (const block of orthancs) expect(block).toMatch(/^ {6}TCP_NODELAY: "1"$/m);
   });
@@ -44,7 +46,8 @@ describe('every DCMTK process we start (Orthanc, storescu) runs with TCP_NODELAY
   });
 
   it('no other file starts Orthanc or storescu without it', () => {
-    const starts = /\b(spawn|spawnSync|execFile|execFileSync|exec|execSync)\(\s*(['"`][^'"`]*(storescu|Orthanc)\b|ORTHANC_BIN|STORESCU)/;
+    const starts =
+      /\b(spawn|spawnSync|execFile|execFileSync|exec|execSync)\(\s*(['"`][^'"`]*(storescu|Orthanc)\b|ORTHANC_BIN|STORESCU)/;
     const offenders = ['src', 'test', 'bench', 'scripts']
       .flatMap(sources)
       .filter((file) => starts.test(read(file)) && !read(file).includes('DICOM_NETWORK_ENV'));

@@ -89,7 +89,9 @@ describe('loadConfig', () => {
       });
     const answers = await Promise.all(Array.from({ length: 6 }, run));
     expect(new Set(answers).size).toBe(1);
-    expect(answers[0]).toBe(`${JSON.parse(readFileSync(file, 'utf8')).JWT_SECRET} ${JSON.parse(readFileSync(file, 'utf8')).WEBHOOK_SECRET}`);
+    expect(answers[0]).toBe(
+      `${JSON.parse(readFileSync(file, 'utf8')).JWT_SECRET} ${JSON.parse(readFileSync(file, 'utf8')).WEBHOOK_SECRET}`,
+    );
     expect(readdirSync(join(dir, 'state'))).toEqual(['secrets.json']);
   }, 60_000);
 

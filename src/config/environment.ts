@@ -144,13 +144,15 @@ export type AppConfig = Readonly<
 
 export class ConfigError extends Error {}
 
-
 function parseTrustProxy(value: string): boolean | number | string[] {
   const v = value.trim().toLowerCase();
   if (v === 'off' || v === 'false') return false;
   if (v === 'true') return true;
   if (/^\d+$/.test(v)) return Number(v);
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /**

@@ -45,7 +45,12 @@ function readSecrets(file: string): LocalSecrets | null {
     parsed = {};
   }
   const { JWT_SECRET, WEBHOOK_SECRET } = parsed ?? {};
-  if (typeof JWT_SECRET !== 'string' || JWT_SECRET.length < 32 || typeof WEBHOOK_SECRET !== 'string' || WEBHOOK_SECRET.length < 16) {
+  if (
+    typeof JWT_SECRET !== 'string' ||
+    JWT_SECRET.length < 32 ||
+    typeof WEBHOOK_SECRET !== 'string' ||
+    WEBHOOK_SECRET.length < 16
+  ) {
     throw new LocalSecretsError(
       `${file} does not hold a JWT_SECRET (32+ characters) and a WEBHOOK_SECRET (16+): fix or delete it.`,
     );

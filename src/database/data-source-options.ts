@@ -57,10 +57,7 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   }
 }
 
-export async function openDataSource(
-  databaseUrl: string,
-  options: { migrate: boolean },
-): Promise<DataSource> {
+export async function openDataSource(databaseUrl: string, options: { migrate: boolean }): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
   const dataSource = await new DataSource(dataSourceOptions(databaseUrl)).initialize();
   if (options.migrate) await runMigrations(dataSource);

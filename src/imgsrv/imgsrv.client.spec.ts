@@ -31,7 +31,15 @@ function fakeServer(script: Record<string, Array<{ status: number; body?: unknow
 }
 
 function clientFor(url: string): ImgsrvClient {
-  const client = new ImgsrvClient(loadConfig({ IMGSRV_URL: url, IMGSRV_USERNAME: 'svc', IMGSRV_PASSWORD: 'pw', JWT_SECRET: 'j'.repeat(32), WEBHOOK_SECRET: 'w'.repeat(16) }));
+  const client = new ImgsrvClient(
+    loadConfig({
+      IMGSRV_URL: url,
+      IMGSRV_USERNAME: 'svc',
+      IMGSRV_PASSWORD: 'pw',
+      JWT_SECRET: 'j'.repeat(32),
+      WEBHOOK_SECRET: 'w'.repeat(16),
+    }),
+  );
   client.retryPolicy = { retries: 3, baseDelayMs: 5, maxDelayMs: 20 };
   return client;
 }
@@ -45,7 +53,9 @@ describe('ImgsrvClient', () => {
       const study = await clientFor(server.url).getStudy('abc');
       expect(study).toEqual({ ID: 'abc', Series: [] });
       expect(server.calls).toHaveLength(3);
-      expect(new Set(server.calls.map((c) => c.authorization))).toEqual(new Set([`Basic ${Buffer.from('svc:pw').toString('base64')}`]));
+      expect(new Set(server.calls.map((c) => c.authorization))).toEqual(
+        new Set([`Basic ${Buffer.from('svc:pw').toString('base64')}`]),
+      );
     } finally {
       await server.close();
     }
@@ -54,7 +64,9 @@ describe('ImgsrvClient', () => {
   it('gives up after the configured retries with a transient error', async () => {
     const server = await fakeServer({ '/studies/abc/series': [{ status: 500 }] });
     try {
-      const error = await clientFor(server.url).listStudySeries('abc').catch((e) => e);
+      const error = await clientFor(server.url)
+        .listStudySeries('abc')
+        .catch((e) => e);
       expect(error).toBeInstanceOf(ImgsrvError);
       expect(error.status).toBe(500);
       expect(error.transient).toBe(true);
@@ -84,7 +96,9 @@ describe('ImgsrvClient', () => {
     const server = await fakeServer({});
     const url = server.url;
     await server.close();
-    const error = await clientFor(url).getChanges(0, 10).catch((e) => e);
+    const error = await clientFor(url)
+      .getChanges(0, 10)
+      .catch((e) => e);
     expect(error).toBeInstanceOf(ImgsrvError);
     expect(error.status).toBeUndefined();
     expect(error.transient).toBe(true);
@@ -120,13 +134,18 @@ describe('ImgsrvClient', () => {
   it('reads the last change sequence and QIDO-RS answers (an empty one included)', async () => {
     const server = await fakeServer({
       '/changes': [{ status: 200, body: { Changes: [], Done: true, Last: 42 } }],
-      '/dicom-web/studies/1.2/series/3.4/instances': [{ status: 200, body: [{ '00080018': { Value: ['5.6'] } }] }, { status: 204, body: Buffer.alloc(0) }],
+      '/dicom-web/studies/1.2/series/3.4/instances': [
+        { status: 200, body: [{ '00080018': { Value: ['5.6'] } }] },
+        { status: 204, body: Buffer.alloc(0) },
+      ],
     });
     try {
       const client = clientFor(server.url);
       expect(await client.lastChangeSeq()).toBe(42);
       expect(server.calls[0].url).toBe('/changes?last=');
-      expect(await client.qidoSeriesInstances('1.2', '3.4', ['00280010', '00280011'])).toEqual([{ '00080018': { Value: ['5.6'] } }]);
+      expect(await client.qidoSeriesInstances('1.2', '3.4', ['00280010', '00280011'])).toEqual([
+        { '00080018': { Value: ['5.6'] } },
+      ]);
       expect(server.calls[1].url).toBe('/dicom-web/studies/1.2/series/3.4/instances?includefield=00280010,00280011');
       expect(await client.qidoSeriesInstances('1.2', '3.4', ['00280010'])).toEqual([]);
     } finally {
@@ -136,7 +155,12 @@ describe('ImgsrvClient', () => {
 
   it('grows the backoff exponentially up to the cap', () => {
     const policy = { retries: 5, baseDelayMs: 100, maxDelayMs: 1000 };
-    for (const [attempt, nominal] of [[0, 100], [1, 200], [2, 400], [5, 1000]]) {
+    for (const [attempt, nominal] of [
+      [0, 100],
+      [1, 200],
+      [2, 400],
+      [5, 1000],
+    ]) {
       const delay = backoffDelay(policy, attempt);
       expect(delay).toBeGreaterThanOrEqual(nominal * 0.75);
       expect(delay).toBeLessThanOrEqual(nominal * 1.25);

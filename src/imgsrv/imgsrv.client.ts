@@ -83,9 +83,7 @@ export class ImgsrvClient {
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.http = axios.create({
       baseURL: config.IMGSRV_URL.replace(/\/+$/, ''),
-      auth: config.IMGSRV_USERNAME
-        ? { username: config.IMGSRV_USERNAME, password: config.IMGSRV_PASSWORD }
-        : undefined,
+      auth: config.IMGSRV_USERNAME ? { username: config.IMGSRV_USERNAME, password: config.IMGSRV_PASSWORD } : undefined,
       timeout: 30_000,
       maxRedirects: 0,
     });

@@ -16,12 +16,21 @@ describe('canonicalAddress', () => {
     expect(canonicalAddress(text)).toBe(canonical);
   });
 
-  it.each([null, undefined, '', '  ', 'device.local', '999.1.1.1', '127.1', '0x7f.0.0.1', '127.000.0.1', '10.0.0.1/24', 'fd00::8::12'])(
-    'gives null for %j (not an address, or not a strict spelling of one)',
-    (text) => {
-      expect(canonicalAddress(text)).toBeNull();
-    },
-  );
+  it.each([
+    null,
+    undefined,
+    '',
+    '  ',
+    'device.local',
+    '999.1.1.1',
+    '127.1',
+    '0x7f.0.0.1',
+    '127.000.0.1',
+    '10.0.0.1/24',
+    'fd00::8::12',
+  ])('gives null for %j (not an address, or not a strict spelling of one)', (text) => {
+    expect(canonicalAddress(text)).toBeNull();
+  });
 });
 
 describe('sameAddress', () => {

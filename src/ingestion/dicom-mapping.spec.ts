@@ -19,7 +19,19 @@ describe('DICOM field mapping', () => {
     expect(dicomDate(' 19800214 ')).toBe('1980-02-14');
     expect(dicomDate('2024.01.15')).toBe('2024-01-15');
     expect(dicomDate('20240229')).toBe('2024-02-29');
-    for (const bad of ['20230229', '20241301', '20240100', '20240132', '2024011', '202401150', 'abcdefgh', '', undefined, null, '00000000']) {
+    for (const bad of [
+      '20230229',
+      '20241301',
+      '20240100',
+      '20240132',
+      '2024011',
+      '202401150',
+      'abcdefgh',
+      '',
+      undefined,
+      null,
+      '00000000',
+    ]) {
       expect(dicomDate(bad)).toBeNull();
     }
   });
@@ -99,10 +111,16 @@ describe('DICOM field mapping', () => {
 
   it('maps series and instances with defaults for missing numbers', () => {
     expect(
-      mapSeries({ ID: 's', Instances: [], MainDicomTags: { Modality: 'ct', SeriesNumber: '3', SeriesInstanceUID: '1.2', Manufacturer: '' } }),
+      mapSeries({
+        ID: 's',
+        Instances: [],
+        MainDicomTags: { Modality: 'ct', SeriesNumber: '3', SeriesInstanceUID: '1.2', Manufacturer: '' },
+      }),
     ).toEqual({ imgsrv_series_id: 's', series_instance_uid: '1.2', modality: 'CT', series_number: 3, manufacturer: null });
     expect(mapSeries({ ID: 's', Instances: [], MainDicomTags: {} })).toMatchObject({ modality: 'OT', series_number: 0 });
-    expect(mapInstance({ ID: 'i', ParentSeries: 's', IndexInSeries: 4, MainDicomTags: { SOPInstanceUID: '9', InstanceNumber: '' } })).toEqual({
+    expect(
+      mapInstance({ ID: 'i', ParentSeries: 's', IndexInSeries: 4, MainDicomTags: { SOPInstanceUID: '9', InstanceNumber: '' } }),
+    ).toEqual({
       imgsrv_instance_id: 'i',
       imgsrv_series_id: 's',
       sop_instance_uid: '9',
@@ -113,7 +131,12 @@ describe('DICOM field mapping', () => {
 
   it('reads Rows, Columns and SliceThickness from QIDO-RS and from simplified tags', () => {
     const qido = geometryFromQido([
-      { '00080018': { vr: 'UI', Value: ['1.1'] }, '00280010': { vr: 'US', Value: [192] }, '00280011': { vr: 'US', Value: [256] }, '00180050': { vr: 'DS', Value: [1.25] } },
+      {
+        '00080018': { vr: 'UI', Value: ['1.1'] },
+        '00280010': { vr: 'US', Value: [192] },
+        '00280011': { vr: 'US', Value: [256] },
+        '00180050': { vr: 'DS', Value: [1.25] },
+      },
       { '00080018': { vr: 'UI', Value: ['1.2'] }, '00180050': { vr: 'DS', Value: ['5'] } },
       { '00280010': { vr: 'US', Value: [1] } },
     ]);
@@ -121,7 +144,11 @@ describe('DICOM field mapping', () => {
       ['1.1', { rows: 192, columns: 256, sliceThickness: 1.25 }],
       ['1.2', { rows: null, columns: null, sliceThickness: 5 }],
     ]);
-    expect(geometryFromSimplifiedTags({ Rows: '64', Columns: '32', SliceThickness: '2.5' })).toEqual({ rows: 64, columns: 32, sliceThickness: 2.5 });
+    expect(geometryFromSimplifiedTags({ Rows: '64', Columns: '32', SliceThickness: '2.5' })).toEqual({
+      rows: 64,
+      columns: 32,
+      sliceThickness: 2.5,
+    });
     expect(geometryFromSimplifiedTags(null)).toEqual({ rows: null, columns: null, sliceThickness: null });
   });
 });

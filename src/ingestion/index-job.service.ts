@@ -85,7 +85,12 @@ export class IndexJobService {
     const listings = clock();
     const plans = this.plan(seriesList, instanceList);
     const counters = { qido: 0, perInstance: 0 };
-    const geometry = await this.geometry(study.study_instance_uid, plans, counters, await this.repository.knownGeometry(study.id));
+    const geometry = await this.geometry(
+      study.study_instance_uid,
+      plans,
+      counters,
+      await this.repository.knownGeometry(study.id),
+    );
     const geometryMs = clock();
     const { studyThumbnail, seriesThumbnails } = await this.thumbnails(plans, geometry);
     const thumbnailsMs = clock();

@@ -80,7 +80,13 @@ export class IngestionQueue {
     return this.add(this.indexQueue, INDEX_JOB, data.imgsrvStudyId, data);
   }
 
-  private async add(queue: Queue, kind: string, imgsrvStudyId: string, data: object, options: JobOptions = {}): Promise<QueuedJob> {
+  private async add(
+    queue: Queue,
+    kind: string,
+    imgsrvStudyId: string,
+    data: object,
+    options: JobOptions = {},
+  ): Promise<QueuedJob> {
     const arrivedAt = Date.now();
     const key = `ingest:generation:${kind}:${imgsrvStudyId}`;
     let generation = (await this.redis.get(key)) ?? '';

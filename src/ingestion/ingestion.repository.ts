@@ -196,21 +196,23 @@ export class IngestionRepository {
    * An instance's id is derived from its UIDs, so what was read once does not need reading again.
    */
   async knownGeometry(studyId: string): Promise<Map<string, ImageGeometry>> {
-    const rows: Array<{ imgsrv_instance_id: string; rows: number | null; columns: number | null; slice_thickness: number | null }> =
-      await this.db.query(
-        `SELECT i.imgsrv_instance_id, i.rows, i.columns, i.slice_thickness
+    const rows: Array<{
+      imgsrv_instance_id: string;
+      rows: number | null;
+      columns: number | null;
+      slice_thickness: number | null;
+    }> = await this.db.query(
+      `SELECT i.imgsrv_instance_id, i.rows, i.columns, i.slice_thickness
          FROM instances i JOIN series s ON s.id = i.series_id WHERE s.study_id = $1`,
-        [studyId],
-      );
+      [studyId],
+    );
     return new Map(
       rows.map((r) => [r.imgsrv_instance_id, { rows: r.rows, columns: r.columns, sliceThickness: r.slice_thickness }]),
     );
   }
 
   async findStudy(imgsrvStudyId: string): Promise<{ id: string; study_instance_uid: string } | null> {
-    const [row] = await this.db.query(`SELECT id, study_instance_uid FROM studies WHERE imgsrv_study_id = $1`, [
-      imgsrvStudyId,
-    ]);
+    const [row] = await this.db.query(`SELECT id, study_instance_uid FROM studies WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
     return row ?? null;
   }
 

@@ -37,9 +37,24 @@ function fakeQueue() {
   return { queue, queued };
 }
 
-const stable = (seq: number, id: string): OrthancChange => ({ ChangeType: 'StableStudy', ID: id, ResourceType: 'Study', Seq: seq });
-const other = (seq: number, id: string): OrthancChange => ({ ChangeType: 'NewInstance', ID: id, ResourceType: 'Instance', Seq: seq });
-const created = (seq: number, id: string): OrthancChange => ({ ChangeType: 'NewStudy', ID: id, ResourceType: 'Study', Seq: seq });
+const stable = (seq: number, id: string): OrthancChange => ({
+  ChangeType: 'StableStudy',
+  ID: id,
+  ResourceType: 'Study',
+  Seq: seq,
+});
+const other = (seq: number, id: string): OrthancChange => ({
+  ChangeType: 'NewInstance',
+  ID: id,
+  ResourceType: 'Instance',
+  Seq: seq,
+});
+const created = (seq: number, id: string): OrthancChange => ({
+  ChangeType: 'NewStudy',
+  ID: id,
+  ResourceType: 'Study',
+  Seq: seq,
+});
 
 /** The image server's answer to GET /studies/{id}: stable, still arriving, or gone. */
 function withStudies(imgsrv: ImgsrvClient, studies: Record<string, { IsStable: boolean } | null>) {

@@ -43,7 +43,16 @@ export class ReconcileService {
   async run(): Promise<ReconcileResult> {
     const result = await this.repository.exclusively(RECONCILE_LOCK, () => this.reconcile());
     return (
-      result ?? { skipped: 'another run in progress', from: 0, to: 0, stableEvents: 0, queued: 0, upToDate: 0, released: 0, recovered: 0 }
+      result ?? {
+        skipped: 'another run in progress',
+        from: 0,
+        to: 0,
+        stableEvents: 0,
+        queued: 0,
+        upToDate: 0,
+        released: 0,
+        recovered: 0,
+      }
     );
   }
 
@@ -57,7 +66,15 @@ export class ReconcileService {
       this.logger.warn(`change feed restarted (stored position ${since}, server at ${last}): reading it from the start`);
       since = 0;
     }
-    const result: ReconcileResult = { from: since, to: since, stableEvents: 0, queued: 0, upToDate: 0, released: 0, recovered: 0 };
+    const result: ReconcileResult = {
+      from: since,
+      to: since,
+      stableEvents: 0,
+      queued: 0,
+      upToDate: 0,
+      released: 0,
+      recovered: 0,
+    };
     // The stored position must not pass a new study still arriving: if the image server restarts
     // before it is stable, its NewStudy change is the only trace of it.
     let holdAt = Infinity;

@@ -3,7 +3,9 @@ import { mapWithConcurrency } from './concurrency';
 import { makeThumbnail } from './thumbnails';
 
 async function jpeg(width: number, height: number, grey = 200): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } }).jpeg().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } })
+    .jpeg()
+    .toBuffer();
 }
 
 describe('makeThumbnail', () => {

@@ -9,7 +9,17 @@ describe('secretMatches', () => {
 
   it('refuses a wrong, shorter, longer, differently cased or missing secret', () => {
     const expected = 's3cret-s3cret-s3cret';
-    for (const presented of ['s3cret-s3cret-s3creT', 's3cret', `${expected}x`, expected.toUpperCase(), '', undefined, null, 42, ['x']]) {
+    for (const presented of [
+      's3cret-s3cret-s3creT',
+      's3cret',
+      `${expected}x`,
+      expected.toUpperCase(),
+      '',
+      undefined,
+      null,
+      42,
+      ['x'],
+    ]) {
       expect(secretMatches(presented, expected)).toBe(false);
     }
   });

@@ -1,11 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import {
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-  ApiUnprocessableEntityResponse,
-} from '@nestjs/swagger';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
@@ -32,14 +26,16 @@ export class PatientsController {
   @Auth()
   @ApiOperation({ summary: 'A patient' })
   @ApiOkResponse({ type: PatientDto })
-  @ApiNotFoundResponse({ description: 'Missing, another tenant\'s, or (regular user) without a study in the unit: `{message: "Patient not found."}`' })
+  @ApiNotFoundResponse({
+    description: 'Missing, another tenant\'s, or (regular user) without a study in the unit: `{message: "Patient not found."}`',
+  })
   detail(@CallerScope() scope: DataScope, @UuidParam('id', 'Patient') id: string): Promise<PatientDto> {
     return this.patients.detail(scope, id);
   }
 
   @Get(':id/studies')
   @Auth()
-  @ApiOperation({ summary: 'The patient\'s studies visible to the caller, 15 per page' })
+  @ApiOperation({ summary: "The patient's studies visible to the caller, 15 per page" })
   @ApiOkResponse({ type: StudyPageDto })
   @ApiNotFoundResponse({ description: '`{message: "Patient not found."}`' })
   @ApiUnprocessableEntityResponse({ description: 'Invalid page' })

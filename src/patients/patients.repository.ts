@@ -96,10 +96,16 @@ export class PatientsRepository {
       const p = new SqlParams();
       const where = this.conditions(scope, search, p);
       const total = this.totals.patients(scope, p).total as string;
-      const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, `${total} AS _total`, p, offset, limit), p.values);
+      const rows: ListRow[] = await this.prepared.query(
+        listPageSql(PATIENTS_LIST, where, `${total} AS _total`, p, offset, limit),
+        p.values,
+      );
       if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total) };
       const q = new SqlParams();
-      const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totals.patients(scope, q).total} AS _total`, q.values);
+      const [row] = await this.prepared.query<{ _total: string }>(
+        `SELECT ${this.totals.patients(scope, q).total} AS _total`,
+        q.values,
+      );
       return { rows: [], total: Number(row._total) };
     }
 
@@ -125,7 +131,10 @@ export class PatientsRepository {
     const plan = search ? searchPlan(total, Number(meta.tenant), offset, limit, meta.indexed) : 'walk';
     const q = new SqlParams();
     const where = this.conditions(scope, search, q, plan);
-    const rows: ListRow[] = await this.prepared.query(listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
+    const rows: ListRow[] = await this.prepared.query(
+      listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'),
+      q.values,
+    );
     return { rows: rows.map(toPatientRow), total };
   }
 

@@ -73,7 +73,10 @@ export class StudiesController {
   @ApiOperation({ summary: 'The study thumbnail (300x300 JPEG)' })
   @ApiProduces('image/jpeg')
   @ApiOkResponse(BINARY_JPEG)
-  @ApiNotFoundResponse({ type: NotReadyDto, description: '`{message: "Thumbnail not ready"}`, or `{message: "Study not found."}`' })
+  @ApiNotFoundResponse({
+    type: NotReadyDto,
+    description: '`{message: "Thumbnail not ready"}`, or `{message: "Study not found."}`',
+  })
   async studyThumbnail(
     @CallerScope() scope: DataScope,
     @UuidParam('id', 'Study') id: string,

@@ -135,11 +135,17 @@ export class StudiesRepository {
     if (filter.search) return this.searchStudies(scope, filter, offset, limit);
     const p = new SqlParams();
     const where = this.conditions(scope, filter, p);
-    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit), p.values);
+    const rows: ListRow[] = await this.prepared.query(
+      listPageSql(STUDIES_LIST, where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit),
+      p.values,
+    );
     if (rows.length > 0) return { rows, total: Number(rows[0]._total) };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
-    const [row] = await this.prepared.query<{ _total: string }>(`SELECT ${this.totalSql(scope, filter, q)} AS _total`, q.values);
+    const [row] = await this.prepared.query<{ _total: string }>(
+      `SELECT ${this.totalSql(scope, filter, q)} AS _total`,
+      q.values,
+    );
     return { rows: [], total: Number(row._total) };
   }
 
@@ -172,7 +178,10 @@ export class StudiesRepository {
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
       const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed);
       const where = this.conditions(scope, filter, q, plan);
-      const rows: SearchRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'), q.values);
+      const rows: SearchRow[] = await this.prepared.query(
+        listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'),
+        q.values,
+      );
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
         return { rows, total };
@@ -189,12 +198,21 @@ export class StudiesRepository {
     const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed);
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan);
-    const rows: ListRow[] = await this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'), q.values);
+    const rows: ListRow[] = await this.prepared.query(
+      listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'),
+      q.values,
+    );
     return { rows, total };
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */
-  private async searchTotal(key: string, scope: DataScope, filter: StudyFilter, meta: SearchMeta, indexed: boolean): Promise<number> {
+  private async searchTotal(
+    key: string,
+    scope: DataScope,
+    filter: StudyFilter,
+    meta: SearchMeta,
+    indexed: boolean,
+  ): Promise<number> {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, filter, q, indexed ? 'index' : 'walk');
@@ -224,10 +242,7 @@ export class StudiesRepository {
 
   /** Id, tenant and study UID of a study in the scope, or null. */
   findStudyRef(scope: DataScope, id: string): Promise<Pick<Study, 'id' | 'tenant_id' | 'study_instance_uid'> | null> {
-    return this.scoped(scope)
-      .andWhere('s.id = :id', { id })
-      .select(['s.id', 's.tenant_id', 's.study_instance_uid'])
-      .getOne();
+    return this.scoped(scope).andWhere('s.id = :id', { id }).select(['s.id', 's.tenant_id', 's.study_instance_uid']).getOne();
   }
 
   async studyExists(scope: DataScope, id: string): Promise<boolean> {
@@ -320,10 +335,9 @@ export class StudiesRepository {
             ORDER BY series_id NULLS LAST LIMIT 1`,
           [studyId, seriesId],
         )
-      : await this.db.query(
-          `SELECT content_type, data FROM thumbnails WHERE study_id = $1 AND series_id IS NULL LIMIT 1`,
-          [studyId],
-        );
+      : await this.db.query(`SELECT content_type, data FROM thumbnails WHERE study_id = $1 AND series_id IS NULL LIMIT 1`, [
+          studyId,
+        ]);
     return rows[0] ? { contentType: rows[0].content_type, data: rows[0].data } : null;
   }
 

@@ -3,14 +3,7 @@ import { Readable } from 'stream';
 import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../common/pagination';
-import {
-  SeriesDto,
-  StudyDetailDto,
-  StudyDto,
-  toSeriesDto,
-  toStudyDetailDto,
-  toStudyDto,
-} from './dto/study.responses';
+import { SeriesDto, StudyDetailDto, StudyDto, toSeriesDto, toStudyDetailDto, toStudyDto } from './dto/study.responses';
 import { StudiesRepository, StudyFilter } from './studies.repository';
 
 export const STUDIES_PER_PAGE = 15;
@@ -48,7 +41,6 @@ export class StudiesService {
     if (parts === null) throw Errors.notFound('Series');
     return Readable.from(jsonArray(parts));
   }
-
 }
 
 /** `[`, the parts separated by commas, `]`: the parts are comma-joined JSON objects. */

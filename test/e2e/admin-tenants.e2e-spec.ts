@@ -115,7 +115,10 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       const k = tag();
       const byName = await createTenant(t.db, { name: `Ünique Name ${k}`, slug: `plain-${k}-1` });
       const bySlug = await createTenant(t.db, { name: `Other ${k}`, slug: `special-slug-${k}` });
-      const names = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `üNIQUE name ${k.toUpperCase()}` } });
+      const names = await t.http.get('/api/admin/tenants', {
+        token: superToken,
+        query: { search: `üNIQUE name ${k.toUpperCase()}` },
+      });
       expect(names.body.data.map((x: { id: string }) => x.id)).toEqual([byName.id]);
       const slugs = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `SPECIAL-SLUG-${k}` } });
       expect(slugs.body.data.map((x: { id: string }) => x.id)).toEqual([bySlug.id]);
@@ -155,7 +158,13 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
 
     it('normalises a given slug, honours is_active false and ignores unknown fields', async () => {
       const k = tag();
-      const res = await post({ name: `Given ${k}`, slug: `  Minha CLÍNICA__${k}!! `, is_active: false, logo: 'x', id: randomUUID() });
+      const res = await post({
+        name: `Given ${k}`,
+        slug: `  Minha CLÍNICA__${k}!! `,
+        is_active: false,
+        logo: 'x',
+        id: randomUUID(),
+      });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ name: `Given ${k}`, slug: `minha-clinica-${k}`, is_active: false, logo: null });
     });
@@ -244,7 +253,7 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
     it('lets exactly one of 20 concurrent creations of one name (in different cases) win, the rest 422', async () => {
       const k = tag();
       const variants = Array.from({ length: 20 }, (_, i) =>
-        [...`Race Clinic ${k}`].map((c, j) => ((i >> j % 5) & 1 ? c.toUpperCase() : c.toLowerCase())).join(''),
+        [...`Race Clinic ${k}`].map((c, j) => ((i >> (j % 5)) & 1 ? c.toUpperCase() : c.toLowerCase())).join(''),
       );
       const responses = await Promise.all(variants.map((name) => post({ name })));
       const statuses = responses.map((r) => r.status);
@@ -271,7 +280,9 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       expect(Object.keys(off.body).sort()).toEqual(TENANT_KEYS);
       expect(off.body).toMatchObject({ id: tenant.id, name: tenant.name, slug: tenant.slug, is_active: false, logo: null });
       const unitStates = async (id: string) =>
-        (await t.db.query(`SELECT is_active FROM units WHERE tenant_id = $1`, [id])).map((r: { is_active: boolean }) => r.is_active);
+        (await t.db.query(`SELECT is_active FROM units WHERE tenant_id = $1`, [id])).map(
+          (r: { is_active: boolean }) => r.is_active,
+        );
       expect(await unitStates(tenant.id)).toEqual([false, false]);
       expect(await unitStates(other.id)).toEqual([true]);
       expect(units).toHaveLength(2);

@@ -103,7 +103,12 @@ describe('Admin: units (/api/admin/units)', () => {
     it('creates a unit (201, Unit shape) with a normalised slug; its state follows the tenant, not the body', async () => {
       const tenant = await createTenant(t.db);
       const k = tag();
-      const res = await post({ tenant_id: tenant.id, name: `  Unidade Jardins ${k} `, slug: `Unidade Jardíns ${k}`, is_active: false });
+      const res = await post({
+        tenant_id: tenant.id,
+        name: `  Unidade Jardins ${k} `,
+        slug: `Unidade Jardíns ${k}`,
+        is_active: false,
+      });
       expect(res.status).toBe(201);
       expect(Object.keys(res.body).sort()).toEqual(UNIT_KEYS);
       expect(res.body).toMatchObject({
@@ -171,7 +176,11 @@ describe('Admin: units (/api/admin/units)', () => {
       [{ tenant_id: 'TENANT' }, 'name', 'The name field is required.'],
       [{ tenant_id: 'TENANT', name: ['a'] }, 'name', 'The name field must be a string.'],
       [{ tenant_id: 'TENANT', name: 'n'.repeat(256) }, 'name', 'The name field must not be greater than 255 characters.'],
-      [{ tenant_id: 'TENANT', name: 'x', slug: 's'.repeat(256) }, 'slug', 'The slug field must not be greater than 255 characters.'],
+      [
+        { tenant_id: 'TENANT', name: 'x', slug: 's'.repeat(256) },
+        'slug',
+        'The slug field must not be greater than 255 characters.',
+      ],
       [{ tenant_id: 'TENANT', name: 'x', slug: false }, 'slug', 'The slug field must be a string.'],
       [{ tenant_id: 'TENANT', name: 'x', slug: '---' }, 'slug', 'The slug must contain at least one letter or digit.'],
     ])('answers 422 for %j with errors.%s', async (body, field, message) => {
@@ -185,7 +194,9 @@ describe('Admin: units (/api/admin/units)', () => {
       const tenant = await createTenant(t.db);
       const name = `Race Unit ${tag()}`;
       const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => post({ tenant_id: tenant.id, name: i % 2 ? name.toUpperCase() : name.toLowerCase() })),
+        Array.from({ length: 20 }, (_, i) =>
+          post({ tenant_id: tenant.id, name: i % 2 ? name.toUpperCase() : name.toLowerCase() }),
+        ),
       );
       expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
       const refused = responses.filter((r) => r.status !== 201);

@@ -114,7 +114,13 @@ describe('Admin: users (/api/admin/users)', () => {
     it('applies the defaults: not a tenant admin, active, no crm, no signature', async () => {
       const res = await post(valid({ signature: null, crm: null }));
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ is_super_admin: false, is_tenant_admin: false, is_active: true, crm: null, has_signature: false });
+      expect(res.body).toMatchObject({
+        is_super_admin: false,
+        is_tenant_admin: false,
+        is_active: true,
+        crm: null,
+        has_signature: false,
+      });
     });
 
     it('accepts a JPEG signature, a 4-digit crm and an inactive user', async () => {
@@ -207,7 +213,13 @@ describe('Admin: users (/api/admin/users)', () => {
     it('changes the given fields only and answers the User', async () => {
       const user = await member();
       const email = `Renamed.${tag()}@Example.test`;
-      const res = await patch(user.id, { name: 'Renamed', email, crm: '98765/MG', is_tenant_admin: true, unit_id: clinic.unit2.id });
+      const res = await patch(user.id, {
+        name: 'Renamed',
+        email,
+        crm: '98765/MG',
+        is_tenant_admin: true,
+        unit_id: clinic.unit2.id,
+      });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(USER_KEYS);
       expect(res.body).toMatchObject({
@@ -370,7 +382,14 @@ describe('Admin: users (/api/admin/users)', () => {
     it('shows a super admin with null tenant and unit', async () => {
       const res = await list({ search: (await t.db.query(`SELECT email FROM users WHERE id = $1`, [superUser.id]))[0].email });
       expect(res.body.data).toHaveLength(1);
-      expect(res.body.data[0]).toMatchObject({ id: superUser.id, is_super_admin: true, tenant_id: null, unit_id: null, tenant: null, unit: null });
+      expect(res.body.data[0]).toMatchObject({
+        id: superUser.id,
+        is_super_admin: true,
+        tenant_id: null,
+        unit_id: null,
+        tenant: null,
+        unit: null,
+      });
     });
 
     it('searches name and email case-insensitively and takes % and _ literally', async () => {

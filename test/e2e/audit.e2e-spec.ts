@@ -170,7 +170,10 @@ describe('Access log (who opened which study, image or viewer token)', () => {
   it('records the study named in the body of a viewer token request', async () => {
     const clinic = await createClinic(db, client);
     const { study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit1.id);
-    const res = await client.post('/api/__audit_test__/viewer-token', { token: clinic.adminToken, body: { study_id: study.id } });
+    const res = await client.post('/api/__audit_test__/viewer-token', {
+      token: clinic.adminToken,
+      body: { study_id: study.id },
+    });
     expect(res.status).toBe(200);
     await audit.flush();
     const rows = await rowsFor(study.id);
@@ -256,7 +259,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
       ]);
     });
 
-    it('logs nothing when the study is another unit\'s or another clinic\'s (404)', async () => {
+    it("logs nothing when the study is another unit's or another clinic's (404)", async () => {
       const clinic = await createClinic(db, client);
       const other = await createClinic(db, client);
       const { study: unit2Study } = await createImagedStudy(db, clinic.tenant.id, clinic.unit2.id);

@@ -114,7 +114,9 @@ describe('Session: login, logout, refresh, me', () => {
       const ip = '192.0.2.77';
       const statuses: number[] = [];
       for (let i = 0; i < 10; i++) {
-        statuses.push((await t.http.post('/api/login', { ip, body: { email: 'x@example.test', password: 'wrong-one' } })).status);
+        statuses.push(
+          (await t.http.post('/api/login', { ip, body: { email: 'x@example.test', password: 'wrong-one' } })).status,
+        );
       }
       expect(statuses).toEqual(Array(10).fill(401));
       const res = await t.http.post('/api/login', { ip, body: { email: 'x@example.test', password: 'wrong-one' } });
@@ -122,7 +124,10 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.body).toEqual({ message: 'Too Many Attempts.' });
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
       // Another client is not affected.
-      expect((await t.http.post('/api/login', { ip: '192.0.2.78', body: { email: 'x@example.test', password: 'wrong-one' } })).status).toBe(401);
+      expect(
+        (await t.http.post('/api/login', { ip: '192.0.2.78', body: { email: 'x@example.test', password: 'wrong-one' } }))
+          .status,
+      ).toBe(401);
       // Each unknown email costs a full cost-12 verification (constant-cost login).
     }, 60_000);
   });
@@ -174,14 +179,16 @@ describe('Session: login, logout, refresh, me', () => {
     it.each([
       ['no token', {}],
       ['a malformed token', { token: 'not-a-jwt' }],
-      ['a token signed with another secret', { token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4IiwidHlwIjoiYWNjZXNzIn0.c2lnbmF0dXJl' }],
+      [
+        'a token signed with another secret',
+        { token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4IiwidHlwIjoiYWNjZXNzIn0.c2lnbmF0dXJl' },
+      ],
       ['an alg:none token', { token: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4IiwidHlwIjoiYWNjZXNzIiwianRpIjoiMSJ9.' }],
     ])('answers 401 Unauthenticated. with %s', async (_, options) => {
       const res = await t.http.get('/api/me', options);
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
     });
-
 
     it('refuses a token at once when the user or the tenant is deactivated', async () => {
       const { tenant, user } = await member();
@@ -243,8 +250,6 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'The token has been blacklisted' });
     });
-
-
 
     it('accepts the cookie alone', async () => {
       const { user } = await member();

@@ -214,12 +214,19 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
       ['limit and offset', 'limit=1&offset=1', () => [a2]],
       ['offset past the end', 'offset=3', () => []],
       ['a limit above the maximum, capped', 'limit=100000', () => [a1, a2, a3]],
-      ['includefield and fuzzymatching accepted', 'includefield=00081030,00080060&includefield=all&fuzzymatching=true', () => [a1, a2, a3]],
+      [
+        'includefield and fuzzymatching accepted',
+        'includefield=00081030,00080060&includefield=all&fuzzymatching=true',
+        () => [a1, a2, a3],
+      ],
       ['an empty value matches everything', 'PatientName=&AccessionNumber=', () => [a1, a2, a3]],
       ['keys the index does not hold are ignored', 'ReferringPhysicianName=SMITH&StudyTime=1200', () => [a1, a2, a3]],
     ];
     it.each(cases)('%s', async (_name, query, expected) => {
-      const resolved = query.replace('UIDS_BACKSLASH', encodeURIComponent(`${a1.study_instance_uid}\\${a3.study_instance_uid}`));
+      const resolved = query.replace(
+        'UIDS_BACKSLASH',
+        encodeURIComponent(`${a1.study_instance_uid}\\${a3.study_instance_uid}`),
+      );
       // Each case is narrowed to this file's rows by PatientID, unless it matches on PatientID itself.
       const narrowed = resolved.startsWith('PatientID=') ? resolved : ours(resolved);
       expect(uids(await search(clinic.token1, narrowed))).toEqual(expected().map((s) => s.study_instance_uid));
@@ -287,7 +294,13 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
     });
 
     it('never answers 500 to odd but well-formed input', async () => {
-      for (const query of ['PatientName=%E2%80%AE*', "PatientName=O'Brien*", 'AccessionNumber=\\', 'limit=9999999999999999', 'StudyDate=00010101-99991231']) {
+      for (const query of [
+        'PatientName=%E2%80%AE*',
+        "PatientName=O'Brien*",
+        'AccessionNumber=\\',
+        'limit=9999999999999999',
+        'StudyDate=00010101-99991231',
+      ]) {
         const res = await search(clinic.token1, query);
         expect([200, 400]).toContain(res.status);
       }
@@ -298,7 +311,19 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
     const res = await t.http.get('/api/docs-json');
     const operation = res.body.paths['/api/dicom-web/studies'].get;
     expect(operation.parameters.map((p: { name: string }) => p.name)).toEqual(
-      expect.arrayContaining(['PatientName', 'PatientID', 'AccessionNumber', 'StudyDescription', 'StudyInstanceUID', 'StudyDate', 'ModalitiesInStudy', 'limit', 'offset', 'includefield', 'fuzzymatching']),
+      expect.arrayContaining([
+        'PatientName',
+        'PatientID',
+        'AccessionNumber',
+        'StudyDescription',
+        'StudyInstanceUID',
+        'StudyDate',
+        'ModalitiesInStudy',
+        'limit',
+        'offset',
+        'includefield',
+        'fuzzymatching',
+      ]),
     );
     expect(Object.keys(operation.responses['200'].content)).toEqual(['application/dicom+json']);
   });

@@ -21,12 +21,21 @@ describe('instances list JSON', () => {
 
   it('equals toInstanceDto of the same rows, in list order, as application/json', async () => {
     const { series } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
-    await createInstance(t.db, series.id, { instance_number: 3, slice_thickness: 0.1, created_at: '2024-05-06T07:08:09.123456Z' });
+    await createInstance(t.db, series.id, {
+      instance_number: 3,
+      slice_thickness: 0.1,
+      created_at: '2024-05-06T07:08:09.123456Z',
+    });
     await createInstance(t.db, series.id, { instance_number: 2, rows: null, columns: null, slice_thickness: null });
-    await createInstance(t.db, series.id, { instance_number: 2, slice_thickness: 2.5e-7, created_at: '1999-12-31T23:59:59.999999+03:00' });
-    await t.db.query(`UPDATE instances SET updated_at = '2030-01-02T03:04:05.000001Z' WHERE series_id = $1 AND instance_number = 3`, [
-      series.id,
-    ]);
+    await createInstance(t.db, series.id, {
+      instance_number: 2,
+      slice_thickness: 2.5e-7,
+      created_at: '1999-12-31T23:59:59.999999+03:00',
+    });
+    await t.db.query(
+      `UPDATE instances SET updated_at = '2030-01-02T03:04:05.000001Z' WHERE series_id = $1 AND instance_number = 3`,
+      [series.id],
+    );
 
     const res = await t.http.get(`/api/series/${series.id}/instances`, { token: clinic.adminToken });
     expect(res.status).toBe(200);
@@ -70,7 +79,7 @@ describe('instances list JSON', () => {
     expect(JSON.parse(res.raw.toString())).toEqual(entities.map(toInstanceDto));
   });
 
-  it('is [] for a series without instances, and 404 outside the caller\'s unit or tenant', async () => {
+  it("is [] for a series without instances, and 404 outside the caller's unit or tenant", async () => {
     const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit2.id);
     const empty = await createSeries(t.db, study.id, { series_number: 9 });
     const own = await t.http.get(`/api/series/${empty.id}/instances`, { token: clinic.token2 });

@@ -58,7 +58,7 @@ describe('list pages, shallow and deep, with and without search', () => {
     expect(got.body).toMatchObject({ total: STUDIES, current_page: page, per_page: 15, last_page: 23 });
   });
 
-  it('a unit user\'s deep page, and a page past the end with its total', async () => {
+  it("a unit user's deep page, and a page past the end with its total", async () => {
     const inUnit = Number((await t.db.query(`SELECT count(*) AS n FROM studies WHERE unit_id = $1`, [clinic.unit1.id]))[0].n);
     const last = Math.ceil(inUnit / 15);
     const got = await ids('/api/studies', clinic.token1, { page: String(last) });
@@ -90,7 +90,9 @@ describe('list pages, shallow and deep, with and without search', () => {
     expect(rare.body.total).toBe(expected.length);
 
     const accession = await ids('/api/studies', clinic.adminToken, { search: 'AC000123' });
-    expect(accession.ids).toEqual(await expectedStudies(`s.tenant_id = $1 AND s.accession_number = 'AC000123'`, [clinic.tenant.id], 0));
+    expect(accession.ids).toEqual(
+      await expectedStudies(`s.tenant_id = $1 AND s.accession_number = 'AC000123'`, [clinic.tenant.id], 0),
+    );
     expect(accession.body.total).toBe(1);
 
     const none = await ids('/api/studies', clinic.adminToken, { search: 'nobody-is-called-this' });

@@ -57,7 +57,7 @@ describe('list totals stay exact while the data changes', () => {
     expect(await total('/api/studies', other.adminToken)).toBe(1);
   });
 
-  it('exclude_id takes one off only when that study is in the caller\'s scope', async () => {
+  it("exclude_id takes one off only when that study is in the caller's scope", async () => {
     const tenant = await createTenant(t.db);
     const unit = await createUnit(t.db, tenant.id);
     const clinicStudy = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
@@ -75,7 +75,11 @@ describe('list totals stay exact while the data changes', () => {
     const search = () => total('/api/studies', clinic.adminToken, { search: word });
     expect(await search()).toBe(0);
 
-    const s1 = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient_name: `Maria ${word}` });
+    const s1 = await createStudy(t.db, {
+      tenant_id: clinic.tenant.id,
+      unit_id: clinic.unit1.id,
+      patient_name: `Maria ${word}`,
+    });
     expect(await search()).toBe(1);
     expect(await search()).toBe(1);
 

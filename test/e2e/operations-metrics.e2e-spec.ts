@@ -135,7 +135,9 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       const route = '/queues/api/queues/:queueName/:jobId';
       expect(valueOf(samples, 'pacs_http_requests_total', { route, status_code: '404' })).toBeGreaterThanOrEqual(1);
       expect(valueOf(samples, 'pacs_http_requests_total', { route, status_code: '401' })).toBeGreaterThanOrEqual(1);
-      expect(valueOf(samples, 'pacs_http_requests_total', { route: 'unmatched', status_code: '404' })).toBeGreaterThanOrEqual(1);
+      expect(valueOf(samples, 'pacs_http_requests_total', { route: 'unmatched', status_code: '404' })).toBeGreaterThanOrEqual(
+        1,
+      );
     });
 
     it('reads queue depths per queue and state at scrape time', async () => {
@@ -144,7 +146,9 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       const before = await scrape();
       for (const queue of [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE]) {
         for (const state of ['waiting', 'active', 'delayed', 'failed']) {
-          expect(before.some((s) => s.name === 'pacs_queue_jobs' && s.labels.queue === queue && s.labels.state === state)).toBe(true);
+          expect(before.some((s) => s.name === 'pacs_queue_jobs' && s.labels.queue === queue && s.labels.state === state)).toBe(
+            true,
+          );
         }
       }
       const delayed = await reconcile.add({ probe: true }, { delay: 3_600_000, jobId: randomUUID() });
@@ -168,7 +172,8 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       metrics.viewerValidation('forbidden', true);
       metrics.viewerValidation('missing_token');
       const after = await scrape();
-      const delta = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels);
+      const delta = (name: string, labels: Record<string, string>) =>
+        valueOf(after, name, labels) - valueOf(before, name, labels);
       expect(delta('pacs_viewer_validations_total', { result: 'allowed' })).toBe(2);
       expect(delta('pacs_viewer_validations_total', { result: 'forbidden' })).toBe(1);
       expect(delta('pacs_viewer_validations_total', { result: 'missing_token' })).toBe(1);
@@ -208,13 +213,16 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       expect((await validate(randomUUID(), study.study_instance_uid)).status).toBe(401);
       const after = await scrape();
 
-      const delta = (name: string, labels: Record<string, string>) => valueOf(after, name, labels) - valueOf(before, name, labels);
+      const delta = (name: string, labels: Record<string, string>) =>
+        valueOf(after, name, labels) - valueOf(before, name, labels);
       expect(delta('pacs_viewer_validations_total', { result: 'allowed' })).toBe(2);
       expect(delta('pacs_viewer_validations_total', { result: 'forbidden' })).toBe(1);
       expect(delta('pacs_viewer_validations_total', { result: 'missing_token' })).toBe(1);
       expect(delta('pacs_viewer_validations_total', { result: 'invalid_token' })).toBe(1);
       // Three validations looked a study up: the issued study is cached from the start.
-      const lookups = delta('pacs_viewer_validation_cache_total', { result: 'hit' }) + delta('pacs_viewer_validation_cache_total', { result: 'miss' });
+      const lookups =
+        delta('pacs_viewer_validation_cache_total', { result: 'hit' }) +
+        delta('pacs_viewer_validation_cache_total', { result: 'miss' });
       expect(lookups).toBe(3);
       expect(delta('pacs_viewer_validation_cache_total', { result: 'hit' })).toBeGreaterThanOrEqual(2);
       const route = { method: 'GET', route: '/api/viewer/token/validate' };
@@ -255,7 +263,8 @@ describe('Operations: Prometheus metrics at /metrics', () => {
 
     it('observes run times per queue and outcome, and the lag from the study job to the end of its index job', async () => {
       const before = await scrape();
-      const count = (samples: Sample[], name: string, labels: Record<string, string>) => valueOf(samples, `${name}_count`, labels);
+      const count = (samples: Sample[], name: string, labels: Record<string, string>) =>
+        valueOf(samples, `${name}_count`, labels);
       const sum = (samples: Sample[], name: string, labels: Record<string, string>) => valueOf(samples, `${name}_sum`, labels);
 
       void study.process(async (job) => {
@@ -271,7 +280,8 @@ describe('Operations: Prometheus metrics at /metrics', () => {
 
       const after = await until(
         (s) =>
-          count(s, 'pacs_ingestion_lag_seconds', { stage: 'indexed' }) > count(before, 'pacs_ingestion_lag_seconds', { stage: 'indexed' }) &&
+          count(s, 'pacs_ingestion_lag_seconds', { stage: 'indexed' }) >
+            count(before, 'pacs_ingestion_lag_seconds', { stage: 'indexed' }) &&
           count(s, 'pacs_job_duration_seconds', { queue: STUDY_QUEUE, outcome: 'failed' }) >
             count(before, 'pacs_job_duration_seconds', { queue: STUDY_QUEUE, outcome: 'failed' }),
       );
@@ -298,8 +308,10 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       expect(indexed.sum).toBeGreaterThanOrEqual(0.35);
       expect(indexed.sum).toBeLessThan(5);
       // Buckets are cumulative: the sub-second lag is in le=1 and every bucket above it.
-      expect(valueOf(after, 'pacs_ingestion_lag_seconds_bucket', { stage: 'indexed', le: '1' }) -
-        valueOf(before, 'pacs_ingestion_lag_seconds_bucket', { stage: 'indexed', le: '1' })).toBe(1);
+      expect(
+        valueOf(after, 'pacs_ingestion_lag_seconds_bucket', { stage: 'indexed', le: '1' }) -
+          valueOf(before, 'pacs_ingestion_lag_seconds_bucket', { stage: 'indexed', le: '1' }),
+      ).toBe(1);
       expect(valueOf(after, 'pacs_ingestion_lag_seconds_bucket', { stage: 'indexed', le: '+Inf' })).toBe(
         count(after, 'pacs_ingestion_lag_seconds', { stage: 'indexed' }),
       );

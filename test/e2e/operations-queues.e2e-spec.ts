@@ -40,7 +40,12 @@ describe('Operations: queue board at /queues', () => {
   afterAll(() => t.close());
 
   describe('access', () => {
-    const paths = ['/queues', '/queues/api/queues', '/queues/static/css/not-there.css', `/queues/api/queues/${RECONCILE_QUEUE}/1`];
+    const paths = [
+      '/queues',
+      '/queues/api/queues',
+      '/queues/static/css/not-there.css',
+      `/queues/api/queues/${RECONCILE_QUEUE}/1`,
+    ];
 
     it.each(paths)('GET %s without a token is 401 {message: Unauthenticated.}', async (path) => {
       const res = await t.http.get(path);
@@ -58,7 +63,7 @@ describe('Operations: queue board at /queues', () => {
       }
     });
 
-    it("is 403 {error: Forbidden} for a regular user and a tenant admin, page, API and retry alike", async () => {
+    it('is 403 {error: Forbidden} for a regular user and a tenant admin, page, API and retry alike', async () => {
       for (const token of [clinic.token1, clinic.adminToken]) {
         for (const res of [
           await t.http.get('/queues', { token }),

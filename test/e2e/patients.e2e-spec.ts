@@ -45,8 +45,18 @@ describe('Patients', () => {
       noStudy = await createPatient(t.db, clinic.tenant.id, { patient_name: `${tag}^NONE` });
       unit1Study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient: inUnit1 });
       bothStudies = [
-        await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient: inBoth, study_date: '2024-05-01' }),
-        await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit2.id, patient: inBoth, study_date: '2024-04-01' }),
+        await createStudy(t.db, {
+          tenant_id: clinic.tenant.id,
+          unit_id: clinic.unit1.id,
+          patient: inBoth,
+          study_date: '2024-05-01',
+        }),
+        await createStudy(t.db, {
+          tenant_id: clinic.tenant.id,
+          unit_id: clinic.unit2.id,
+          patient: inBoth,
+          study_date: '2024-04-01',
+        }),
       ];
     });
 
@@ -105,7 +115,7 @@ describe('Patients', () => {
       });
     });
 
-    it('GET /api/patients lists (and counts) each caller\'s visible patients only', async () => {
+    it("GET /api/patients lists (and counts) each caller's visible patients only", async () => {
       const theirs = await createPatient(t.db, other.tenant.id, { patient_name: `${tag}^THEIRS` });
       await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id, patient: theirs });
       const seen: Record<string, unknown> = {};
@@ -235,12 +245,15 @@ describe('Patients', () => {
     ])('answers 422 for %s', async (_, query, field) => {
       const res = await t.http.get('/api/patients', { token: tokens.tenantAdmin, query });
       expect(res.status).toBe(422);
-      expect(res.body).toEqual({ message: expect.any(String), errors: { [field]: expect.arrayContaining([expect.any(String)]) } });
+      expect(res.body).toEqual({
+        message: expect.any(String),
+        errors: { [field]: expect.arrayContaining([expect.any(String)]) },
+      });
     });
   });
 
   describe('GET /api/patients/{id}/studies', () => {
-    it('pages the patient\'s studies 15 at a time, newest first', async () => {
+    it("pages the patient's studies 15 at a time, newest first", async () => {
       const fresh = await createClinic(t.db, t.http);
       const patient = await createPatient(t.db, fresh.tenant.id);
       const rows: StudyRow[] = [];
@@ -283,12 +296,13 @@ describe('Patients', () => {
     }
   });
 
-  it.each(['/api/patients', '/api/patients/00000000-0000-4000-8000-000000000000', '/api/patients/00000000-0000-4000-8000-000000000000/studies'])(
-    'GET %s without a token is 401',
-    async (url) => {
-      const res = await t.http.get(url);
-      expect(res.status).toBe(401);
-      expect(res.body).toEqual({ message: 'Unauthenticated.' });
-    },
-  );
+  it.each([
+    '/api/patients',
+    '/api/patients/00000000-0000-4000-8000-000000000000',
+    '/api/patients/00000000-0000-4000-8000-000000000000/studies',
+  ])('GET %s without a token is 401', async (url) => {
+    const res = await t.http.get(url);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ message: 'Unauthenticated.' });
+  });
 });

@@ -251,7 +251,7 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
   });
 
   describe('error bodies carry no stack, SQL or driver detail', () => {
-    it('errors raised while Fastify reads the body have the API shape, not Fastify\'s', async () => {
+    it("errors raised while Fastify reads the body have the API shape, not Fastify's", async () => {
       const cases: Array<[string, string, number, object]> = [
         ['application/json', '{"email":', 400, { message: 'Malformed request body.' }],
         ['application/json', '\u0000\u0001', 400, { message: 'Malformed request body.' }],
@@ -315,12 +315,19 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
       const login = await client.post('/api/login', { raw: object, headers: { 'content-type': 'application/json' } });
       expect(login.status).toBe(400);
       const shallow = `{"email":${'['.repeat(10)}${']'.repeat(10)},"password":"x"}`;
-      expect((await client.post('/api/login', { raw: shallow, headers: { 'content-type': 'application/json' } })).status).toBe(422);
+      expect((await client.post('/api/login', { raw: shallow, headers: { 'content-type': 'application/json' } })).status).toBe(
+        422,
+      );
     });
 
     it('a path that cannot be decoded or holds an over-long id is a 404 in the API shape', async () => {
       const { token } = await member();
-      for (const url of ['/api/studies/%zz', '/api/studies/%E0%A4%A', `/api/studies/${'a'.repeat(600)}`, `/api/patients/${'9'.repeat(501)}/studies`]) {
+      for (const url of [
+        '/api/studies/%zz',
+        '/api/studies/%E0%A4%A',
+        `/api/studies/${'a'.repeat(600)}`,
+        `/api/patients/${'9'.repeat(501)}/studies`,
+      ]) {
         const res = await client.get(url, { token });
         expect({ url: url.slice(0, 40), status: res.status, body: res.body }).toEqual({
           url: url.slice(0, 40),

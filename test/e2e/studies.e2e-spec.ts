@@ -130,9 +130,7 @@ describe('Studies, series, instances and images', () => {
     });
 
     it('GET /api/studies/{id}', async () => {
-      expect(await statuses(`/api/studies/${record.study.id}`)).toEqual(
-        visibleTo(200, '404 {"message":"Study not found."}'),
-      );
+      expect(await statuses(`/api/studies/${record.study.id}`)).toEqual(visibleTo(200, '404 {"message":"Study not found."}'));
     });
 
     it('GET /api/studies/{id}/series', async () => {
@@ -178,7 +176,10 @@ describe('Studies, series, instances and images', () => {
     it('GET /api/studies lists it (and counts it) only for those who may see it', async () => {
       const seen: Record<string, unknown> = {};
       for (const caller of CALLERS) {
-        const res = await t.http.get('/api/studies', { token: tokens[caller], query: { search: record.study.accession_number! } });
+        const res = await t.http.get('/api/studies', {
+          token: tokens[caller],
+          query: { search: record.study.accession_number! },
+        });
         expect(res.status).toBe(200);
         seen[caller] = { ids: res.body.data.map((s: StudyRow) => s.id), total: res.body.total };
       }
@@ -191,9 +192,21 @@ describe('Studies, series, instances and images', () => {
   describe('GET /api/studies: visibility of the whole list', () => {
     it('shows each caller exactly the studies of their unit, tenant or all tenants', async () => {
       const tag = `VIS${Date.now()}`;
-      const a1 = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, accession_number: `${tag}-a1` });
-      const a2 = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit2.id, accession_number: `${tag}-a2` });
-      const b1 = await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id, accession_number: `${tag}-b1` });
+      const a1 = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        accession_number: `${tag}-a1`,
+      });
+      const a2 = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit2.id,
+        accession_number: `${tag}-a2`,
+      });
+      const b1 = await createStudy(t.db, {
+        tenant_id: other.tenant.id,
+        unit_id: other.unit1.id,
+        accession_number: `${tag}-b1`,
+      });
       const seen: Record<string, unknown> = {};
       for (const caller of CALLERS) {
         const res = await t.http.get('/api/studies', { token: tokens[caller], query: { search: tag } });
@@ -374,13 +387,15 @@ describe('Studies, series, instances and images', () => {
         expect(res.body).toMatchObject({ total: 2, last_page: 1 });
       });
 
-      it('searches only inside the caller\'s scope', async () => {
+      it("searches only inside the caller's scope", async () => {
         expect(await search('silva', fresh.token2)).toEqual([]);
         expect(await search('silva', other.adminToken)).toEqual([]);
       });
 
       it('accepts 255 characters and an empty search', async () => {
-        expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'x'.repeat(255) } })).body.total).toBe(0);
+        expect(
+          (await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: 'x'.repeat(255) } })).body.total,
+        ).toBe(0);
         expect((await t.http.get('/api/studies', { token: fresh.adminToken, query: { search: '' } })).body.total).toBe(9);
       });
     });
@@ -399,7 +414,12 @@ describe('Studies, series, instances and images', () => {
           await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id, patient, study_date: '2024-03-01' }),
           await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id, patient, study_date: '2024-02-01' }),
         ];
-        inUnit2 = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit2.id, patient, study_date: '2024-01-01' });
+        inUnit2 = await createStudy(t.db, {
+          tenant_id: fresh.tenant.id,
+          unit_id: fresh.unit2.id,
+          patient,
+          study_date: '2024-01-01',
+        });
         await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
         foreign = await createImagedStudy(t.db, other.tenant.id, other.unit1.id);
       });
@@ -410,7 +430,7 @@ describe('Studies, series, instances and images', () => {
         return { ids: res.body.data.map((s: StudyRow) => s.id), total: res.body.total };
       };
 
-      it('patient_uuid keeps that patient\'s studies within the scope', async () => {
+      it("patient_uuid keeps that patient's studies within the scope", async () => {
         expect(await ids(fresh.adminToken, { patient_uuid: patient.id })).toEqual({
           ids: [...inUnit1.map((s) => s.id), inUnit2.id],
           total: 3,
@@ -419,9 +439,12 @@ describe('Studies, series, instances and images', () => {
         expect(await ids(fresh.token2, { patient_uuid: patient.id })).toEqual({ ids: [inUnit2.id], total: 1 });
       });
 
-      it('patient_uuid of another tenant\'s patient finds nothing (and counts nothing)', async () => {
+      it("patient_uuid of another tenant's patient finds nothing (and counts nothing)", async () => {
         expect(await ids(fresh.adminToken, { patient_uuid: foreign.patient.id })).toEqual({ ids: [], total: 0 });
-        expect(await ids(tokens.superAdmin, { patient_uuid: foreign.patient.id })).toEqual({ ids: [foreign.study.id], total: 1 });
+        expect(await ids(tokens.superAdmin, { patient_uuid: foreign.patient.id })).toEqual({
+          ids: [foreign.study.id],
+          total: 1,
+        });
       });
 
       it('exclude_id leaves one study out', async () => {
@@ -431,7 +454,7 @@ describe('Studies, series, instances and images', () => {
         });
       });
 
-      it('exclude_id of another tenant\'s study changes nothing', async () => {
+      it("exclude_id of another tenant's study changes nothing", async () => {
         const all = await ids(fresh.adminToken, {});
         expect(all.total).toBe(4);
         expect(await ids(fresh.adminToken, { exclude_id: foreign.study.id })).toEqual(all);
@@ -450,11 +473,16 @@ describe('Studies, series, instances and images', () => {
     ])('answers 422 for %s', async (_, query, field) => {
       const res = await t.http.get('/api/studies', { token: tokens.tenantAdmin, query });
       expect(res.status).toBe(422);
-      expect(res.body).toEqual({ message: expect.any(String), errors: { [field]: expect.arrayContaining([expect.any(String)]) } });
+      expect(res.body).toEqual({
+        message: expect.any(String),
+        errors: { [field]: expect.arrayContaining([expect.any(String)]) },
+      });
     });
 
     it('answers 422 for repeated parameters rather than guessing', async () => {
-      const res = await t.http.get('/api/studies?search=a&search=b&patient_uuid=x&patient_uuid=y', { token: tokens.tenantAdmin });
+      const res = await t.http.get('/api/studies?search=a&search=b&patient_uuid=x&patient_uuid=y', {
+        token: tokens.tenantAdmin,
+      });
       expect(res.status).toBe(422);
       expect(Object.keys(res.body.errors).sort()).toEqual(['patient_uuid', 'search']);
     });
@@ -512,11 +540,20 @@ describe('Studies, series, instances and images', () => {
     });
 
     it('returns stored modalities as stored, [] when neither stored nor any series, patient null when unlinked', async () => {
-      const stored = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, modalities: ['MR', 'CT'] });
+      const stored = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        modalities: ['MR', 'CT'],
+      });
       await createSeries(t.db, stored.id, { modality: 'US' });
       expect((await t.http.get(`/api/studies/${stored.id}`, { token: tokens.user1 })).body.modalities).toEqual(['MR', 'CT']);
 
-      const bare = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, modalities: null, patient: null });
+      const bare = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        modalities: null,
+        patient: null,
+      });
       const res = await t.http.get(`/api/studies/${bare.id}`, { token: tokens.user1 });
       expect(res.body.modalities).toEqual([]);
       expect(res.body.patient).toBeNull();
@@ -535,7 +572,12 @@ describe('Studies, series, instances and images', () => {
       const [first] = (await t.http.get(`/api/studies/${study.id}/series`, { token: tokens.user1 })).body;
       const later = await createSeries(t.db, study.id, { series_number: 1, created_at: '2030-01-01T00:00:00Z' });
       const zero = await createSeries(t.db, study.id, { series_number: 0, created_at: '2031-01-01T00:00:00Z' });
-      const ten = await createSeries(t.db, study.id, { series_number: 10, modality: 'SR', manufacturer: null, instance_count: 4 });
+      const ten = await createSeries(t.db, study.id, {
+        series_number: 10,
+        modality: 'SR',
+        manufacturer: null,
+        instance_count: 4,
+      });
       const res = await t.http.get(`/api/studies/${study.id}/series`, { token: tokens.user1 });
       expect(res.status).toBe(200);
       expect(res.body.map((s: { id: string }) => s.id)).toEqual([zero.id, first.id, later.id, ten.id]);
@@ -656,7 +698,7 @@ describe('Studies, series, instances and images', () => {
   });
 
   describe('GET /api/studies/{id}/instances/{instance}/rendered', () => {
-    it('streams the image server\'s JPEG with its content type and no-cache, private', async () => {
+    it("streams the image server's JPEG with its content type and no-cache, private", async () => {
       const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
       imgsrv.requests.length = 0;
       const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });

@@ -59,7 +59,11 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
   beforeAll(async () => {
     t = await createTestApp();
     superToken = (await createSuperAdminUser(t.db, t.http)).token;
-    PNG = `data:image/png;base64,${(await sharp({ create: { width: 4, height: 6, channels: 4, background: '#ffffff80' } }).png().toBuffer()).toString('base64')}`;
+    PNG = `data:image/png;base64,${(
+      await sharp({ create: { width: 4, height: 6, channels: 4, background: '#ffffff80' } })
+        .png()
+        .toBuffer()
+    ).toString('base64')}`;
   });
   afterAll(() => t.close());
 
@@ -324,7 +328,12 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       });
       const withOpacity = await t.http.post('/api/tenant/templates', {
         token: c.adminToken,
-        body: { name: 'Faded', unit_id: c.unit2.id, assets: { background: { data_url: PNG, opacity: 0.35 } }, is_active: false },
+        body: {
+          name: 'Faded',
+          unit_id: c.unit2.id,
+          assets: { background: { data_url: PNG, opacity: 0.35 } },
+          is_active: false,
+        },
       });
       expect(withOpacity.body.assets).toEqual({ background: { data_url: PNG, opacity: 0.35 } });
     });
@@ -353,10 +362,16 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
 
     it('lets a super admin write the template of the tenant that owns the unit', async () => {
       const c = await newClinic();
-      const res = await t.http.post('/api/tenant/templates', { token: superToken, body: { name: 'By root', unit_id: c.unit2.id } });
+      const res = await t.http.post('/api/tenant/templates', {
+        token: superToken,
+        body: { name: 'By root', unit_id: c.unit2.id },
+      });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ tenant_id: c.tenant.id, unit_id: c.unit2.id, unit_name: c.unit2.name });
-      const unknown = await t.http.post('/api/tenant/templates', { token: superToken, body: { name: 'X', unit_id: randomUUID() } });
+      const unknown = await t.http.post('/api/tenant/templates', {
+        token: superToken,
+        body: { name: 'X', unit_id: randomUUID() },
+      });
       expect(unknown.status).toBe(422);
       expect(unknown.body.errors).toEqual({ unit_id: [UNIT_INVALID] });
     });
@@ -381,15 +396,31 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       [{ name: 'x', unit_id: null }, 'unit_id', 'The unit id field is required.'],
       [{ name: 'x', unit_id: 'u1' }, 'unit_id', 'The unit id field must be a valid UUID.'],
       [{ name: 'x', unit_id: 'UNIT', content: 5 }, 'content', 'The content field must be a string.'],
-      [{ name: 'x', unit_id: 'UNIT', schema_version: 2 }, 'schema_version', 'The selected schema version is invalid (only 1 is accepted).'],
-      [{ name: 'x', unit_id: 'UNIT', schema_version: '1' }, 'schema_version', 'The selected schema version is invalid (only 1 is accepted).'],
+      [
+        { name: 'x', unit_id: 'UNIT', schema_version: 2 },
+        'schema_version',
+        'The selected schema version is invalid (only 1 is accepted).',
+      ],
+      [
+        { name: 'x', unit_id: 'UNIT', schema_version: '1' },
+        'schema_version',
+        'The selected schema version is invalid (only 1 is accepted).',
+      ],
       [{ name: 'x', unit_id: 'UNIT', assets: [{ background: {} }] }, 'assets', 'The assets field must be an object.'],
       [{ name: 'x', unit_id: 'UNIT', layout: [1, 2] }, 'layout', 'The layout field must be an object.'],
       [{ name: 'x', unit_id: 'UNIT', layout: 'grid' }, 'layout', 'The layout field must be an object.'],
       [{ name: 'x', unit_id: 'UNIT', page: 4 }, 'page', 'The page field must be an object.'],
       [{ name: 'x', unit_id: 'UNIT', assets: 'bg' }, 'assets', 'The assets field must be an object.'],
-      [{ name: 'x', unit_id: 'UNIT', assets: { background: 'x' } }, 'assets.background', 'The background field must be an object.'],
-      [{ name: 'x', unit_id: 'UNIT', assets: { background: {} } }, 'assets.background.data_url', 'The data url field is required.'],
+      [
+        { name: 'x', unit_id: 'UNIT', assets: { background: 'x' } },
+        'assets.background',
+        'The background field must be an object.',
+      ],
+      [
+        { name: 'x', unit_id: 'UNIT', assets: { background: {} } },
+        'assets.background.data_url',
+        'The data url field is required.',
+      ],
       [
         { name: 'x', unit_id: 'UNIT', assets: { background: { data_url: 'data:image/svg+xml;base64,PHN2Zz4=' } } },
         'assets.background.data_url',
@@ -424,7 +455,9 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
         body: { name: 'Huge', unit_id: c.unit1.id, assets: { background: { data_url: huge } } },
       });
       expect(res.status).toBe(422);
-      expect(res.body.errors).toEqual({ 'assets.background.data_url': ['The background image must not be larger than 5 MiB.'] });
+      expect(res.body.errors).toEqual({
+        'assets.background.data_url': ['The background image must not be larger than 5 MiB.'],
+      });
     });
 
     it('leaves exactly one active template when ten activations in one unit race', async () => {
@@ -463,8 +496,16 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
         token: c.adminToken,
         body: { content: null, layout: null, assets: { background: { data_url: PNG, opacity: 0 } } },
       });
-      expect(cleared.body).toMatchObject({ content: null, layout: {}, page: { size: 'A4' }, assets: { background: { data_url: PNG, opacity: 0 } } });
-      const removed = await t.http.patch(`/api/tenant/templates/${tpl.id}`, { token: c.adminToken, body: { assets: { background: null } } });
+      expect(cleared.body).toMatchObject({
+        content: null,
+        layout: {},
+        page: { size: 'A4' },
+        assets: { background: { data_url: PNG, opacity: 0 } },
+      });
+      const removed = await t.http.patch(`/api/tenant/templates/${tpl.id}`, {
+        token: c.adminToken,
+        body: { assets: { background: null } },
+      });
       expect(removed.body.assets).toEqual({});
     });
 
@@ -485,14 +526,20 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       const moving = await createTemplate(t.db, c.tenant.id, c.unit1.id, { is_active: true });
       const there = await createTemplate(t.db, c.tenant.id, c.unit2.id, { is_active: true });
       const global = await createTemplate(t.db, c.tenant.id, null, { is_active: true });
-      const moved = await t.http.patch(`/api/tenant/templates/${moving.id}`, { token: c.adminToken, body: { unit_id: c.unit2.id } });
+      const moved = await t.http.patch(`/api/tenant/templates/${moving.id}`, {
+        token: c.adminToken,
+        body: { unit_id: c.unit2.id },
+      });
       expect(moved.status).toBe(200);
       expect(moved.body).toMatchObject({ unit_id: c.unit2.id, unit_name: c.unit2.name, is_active: true });
       expect(await activeIn(t.db, c.tenant.id, c.unit2.id)).toEqual([moving.id]);
       expect(await activeIn(t.db, c.tenant.id, c.unit1.id)).toEqual([]);
       const [replaced] = await t.db.query(`SELECT is_active FROM report_templates WHERE id = $1`, [there.id]);
       expect(replaced.is_active).toBe(false);
-      const globalised = await t.http.patch(`/api/tenant/templates/${moving.id}`, { token: c.adminToken, body: { unit_id: null } });
+      const globalised = await t.http.patch(`/api/tenant/templates/${moving.id}`, {
+        token: c.adminToken,
+        body: { unit_id: null },
+      });
       expect(globalised.status).toBe(200);
       expect(globalised.body).toMatchObject({ unit_id: null, unit_name: null, is_active: true });
       expect(await activeIn(t.db, c.tenant.id, null)).toEqual([moving.id]);
@@ -529,7 +576,10 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
     it('lets a super admin change any clinic’s template', async () => {
       const c = await newClinic();
       const tpl = await createTemplate(t.db, c.tenant.id, c.unit1.id);
-      const res = await t.http.patch(`/api/tenant/templates/${tpl.id}`, { token: superToken, body: { unit_id: c.unit2.id, is_active: true } });
+      const res = await t.http.patch(`/api/tenant/templates/${tpl.id}`, {
+        token: superToken,
+        body: { unit_id: c.unit2.id, is_active: true },
+      });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ tenant_id: c.tenant.id, unit_id: c.unit2.id, is_active: true });
     });

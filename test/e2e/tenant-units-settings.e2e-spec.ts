@@ -140,7 +140,10 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       const c = await createClinic(t.db, t.http);
       const other = await createClinic(t.db, t.http);
       await t.db.query(`UPDATE tenants SET logo = $2 WHERE id = $1`, [other.tenant.id, PNG]);
-      const png = await t.http.patch('/api/tenant/settings', { token: c.adminToken, body: { logo: PNG, name: 'Renamed', id: other.tenant.id } });
+      const png = await t.http.patch('/api/tenant/settings', {
+        token: c.adminToken,
+        body: { logo: PNG, name: 'Renamed', id: other.tenant.id },
+      });
       expect(png.status).toBe(200);
       expect(png.body).toEqual({ id: c.tenant.id, name: c.tenant.name, logo: PNG });
       const jpeg = await t.http.patch('/api/tenant/settings', { token: c.adminToken, body: { logo: JPEG } });
@@ -178,8 +181,16 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       ['an uppercase prefix', 'DATA:IMAGE/PNG;BASE64,', NOT_DATA_URL],
       ['a number', 12, NOT_DATA_URL],
       ['broken base64', 'data:image/png;base64,iVBORw0KGgo', 'The logo data URL does not contain valid base64.'],
-      ['a PNG declared as JPEG', 'data:image/jpeg;base64,PNGB64', 'The logo is not a valid image of the declared type (JPEG or PNG).'],
-      ['a truncated PNG', 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA', 'The logo is not a valid image of the declared type (JPEG or PNG).'],
+      [
+        'a PNG declared as JPEG',
+        'data:image/jpeg;base64,PNGB64',
+        'The logo is not a valid image of the declared type (JPEG or PNG).',
+      ],
+      [
+        'a truncated PNG',
+        'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA',
+        'The logo is not a valid image of the declared type (JPEG or PNG).',
+      ],
       ['over 2 MiB decoded', 'BIG', 'The logo must not be larger than 2 MiB.'],
     ])('answers 422 for %s', async (_label, value, message) => {
       const c = await createClinic(t.db, t.http);
@@ -189,7 +200,10 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
           : typeof value === 'string'
             ? value.replace('PNGB64', pngBase64)
             : value;
-      const res = await t.http.patch('/api/tenant/settings', { token: c.adminToken, body: value === undefined ? {} : { logo: concrete } });
+      const res = await t.http.patch('/api/tenant/settings', {
+        token: c.adminToken,
+        body: value === undefined ? {} : { logo: concrete },
+      });
       expect(res.status).toBe(422);
       expect(res.body).toEqual({ message, errors: { logo: [message] } });
     });

@@ -110,7 +110,10 @@ describe('Viewer tokens', () => {
     ])('answers 422 for %s', async (_, body) => {
       const res = await t.http.post('/api/viewer/token', { token: tokens.user1, body });
       expect(res.status).toBe(422);
-      expect(res.body).toEqual({ message: expect.any(String), errors: { study_id: expect.arrayContaining([expect.any(String)]) } });
+      expect(res.body).toEqual({
+        message: expect.any(String),
+        errors: { study_id: expect.arrayContaining([expect.any(String)]) },
+      });
     });
 
     it('answers 401 {message: Unauthenticated.} without a bearer token, or with a viewer token as bearer', async () => {
@@ -140,7 +143,7 @@ describe('Viewer tokens', () => {
       transport = 'in process';
     });
 
-    it('allows the token\'s study with 200 and an empty body', async () => {
+    it("allows the token's study with 200 and an empty body", async () => {
       const res = await validate(token, `/dicom-web/studies/${mine.study_instance_uid}/series`);
       expect(res.status).toBe(200);
       expect(res.raw.length).toBe(0);
@@ -165,7 +168,11 @@ describe('Viewer tokens', () => {
       ['0020000D=', (uid: string) => `/dicom-web/series?0020000D=${uid}`],
       ['0020,000D=', (uid: string) => `/dicom-web/instances?0020,000D=${uid}`],
       ['0020-000d=', (uid: string) => `/dicom-web/studies?0020-000d=${uid}&PatientID=X`],
-      ['StudyInstanceUID= (OHIF)', (uid: string) => `/dicom-web/studies?limit=101&offset=0&fuzzymatching=false&includefield=00081030%2C00080060&StudyInstanceUID=${uid}`],
+      [
+        'StudyInstanceUID= (OHIF)',
+        (uid: string) =>
+          `/dicom-web/studies?limit=101&offset=0&fuzzymatching=false&includefield=00081030%2C00080060&StudyInstanceUID=${uid}`,
+      ],
       ['a rendered frame', (uid: string) => `/dicom-web/studies/${uid}/series/1.2/instances/3.4/frames/1/rendered?quality=90`],
       ['an encoded value', (uid: string) => `/dicom-web/studies?StudyInstanceUID=${encodeURIComponent(uid)}`],
     ])('accepts %s', async (_, uri) => {
@@ -187,7 +194,7 @@ describe('Viewer tokens', () => {
       expect(res.status).toBe(200);
     });
 
-    it('answers 403 {error: Forbidden} for another tenant\'s study in every form', async () => {
+    it("answers 403 {error: Forbidden} for another tenant's study in every form", async () => {
       const uid = theirs.study_instance_uid;
       for (const uri of [
         `/dicom-web/studies/${uid}`,
@@ -203,7 +210,7 @@ describe('Viewer tokens', () => {
       }
     });
 
-    it('answers 403 when one UID among several is another tenant\'s', async () => {
+    it("answers 403 when one UID among several is another tenant's", async () => {
       const a = mine.study_instance_uid;
       const x = theirs.study_instance_uid;
       for (const list of [`${a},${x}`, `${x}\\${a}`, `${a}%2C${x}`, `${a}%5C${x}`]) {
@@ -233,7 +240,10 @@ describe('Viewer tokens', () => {
       ['a raw \\ in a value', '/dicom-web/studies?StudyInstanceUID=KNOWN\\KNOWN'],
       ['an unknown key', '/dicom-web/studies?StudyInstanceUID=KNOWN&foo=1'],
       ['a search without the filter', '/dicom-web/series?PatientID=KNOWN'],
-      ['more than 50 UIDs', `/dicom-web/studies?StudyInstanceUID=KNOWN${Array.from({ length: 50 }, (_, i) => `,1.2.${i}`).join('')}`],
+      [
+        'more than 50 UIDs',
+        `/dicom-web/studies?StudyInstanceUID=KNOWN${Array.from({ length: 50 }, (_, i) => `,1.2.${i}`).join('')}`,
+      ],
     ])('answers 403 {error: Forbidden} for %s', async (_, uri) => {
       const res = await validate(token, uri?.replace(/KNOWN/g, mine.study_instance_uid));
       expect(res.status).toBe(403);
@@ -312,17 +322,22 @@ describe('Viewer tokens', () => {
 
     describe('with a user session instead of a viewer token', () => {
       const bearer = (accessToken: string, uri: string) => ({ authorization: `Bearer ${accessToken}`, 'x-original-uri': uri });
-      const cookie = (accessToken: string, uri: string) => ({ cookie: `pacs_access_token=${accessToken}`, 'x-original-uri': uri });
+      const cookie = (accessToken: string, uri: string) => ({
+        cookie: `pacs_access_token=${accessToken}`,
+        'x-original-uri': uri,
+      });
       const path = (study: StudyRow) => `/dicom-web/studies/${study.study_instance_uid}/series`;
-      const outcome = (res: TestResponse) => (res.status === 200 ? `200 ${res.raw.length}` : `${res.status} ${JSON.stringify(res.body)}`);
+      const outcome = (res: TestResponse) =>
+        res.status === 200 ? `200 ${res.raw.length}` : `${res.status} ${JSON.stringify(res.body)}`;
       const FORBIDDEN = '403 {"error":"Forbidden"}';
       const INVALID = '401 {"error":"Invalid or expired token"}';
 
-      it('opens the user\'s own scope: a regular user\'s unit, a tenant admin\'s clinic, everything for a super admin', async () => {
+      it("opens the user's own scope: a regular user's unit, a tenant admin's clinic, everything for a super admin", async () => {
         const seen: Record<string, string[]> = {};
         for (const caller of CALLERS) {
           seen[caller] = [];
-          for (const study of [mine, mineUnit2, theirs]) seen[caller].push(outcome(await validateWith(bearer(tokens[caller], path(study)))));
+          for (const study of [mine, mineUnit2, theirs])
+            seen[caller].push(outcome(await validateWith(bearer(tokens[caller], path(study)))));
         }
         expect(seen).toEqual({
           user1: ['200 0', FORBIDDEN, FORBIDDEN],
@@ -351,11 +366,13 @@ describe('Viewer tokens', () => {
         }
       });
 
-      it('keeps the viewer token\'s rule for a uuid bearer (OHIF\'s token parameter): the token\'s tenant', async () => {
+      it("keeps the viewer token's rule for a uuid bearer (OHIF's token parameter): the token's tenant", async () => {
         expect(outcome(await validateWith(bearer(token, path(mineUnit2))))).toBe('200 0');
         expect(outcome(await validateWith(bearer(token, path(theirs))))).toBe(FORBIDDEN);
         // X-Viewer-Token wins over a session.
-        expect(outcome(await validateWith({ ...bearer(tokens.user1, path(mineUnit2)), 'x-viewer-token': token }))).toBe('200 0');
+        expect(outcome(await validateWith({ ...bearer(tokens.user1, path(mineUnit2)), 'x-viewer-token': token }))).toBe(
+          '200 0',
+        );
       });
 
       it.each([
@@ -413,7 +430,9 @@ describe('Viewer tokens', () => {
     it('bounds PostgreSQL under a flood of unknown UIDs: few lookups at a time, then remembered', async () => {
       await t.app.get(AuditService).flush();
       const unknown = Array.from({ length: 300 }, () => dicomUid());
-      const uris = unknown.map((uid, i) => (i % 2 ? `/dicom-web/studies/${uid}` : `/dicom-web/studies?StudyInstanceUID=${uid},${dicomUid()}`));
+      const uris = unknown.map((uid, i) =>
+        i % 2 ? `/dicom-web/studies/${uid}` : `/dicom-web/studies?StudyInstanceUID=${uid},${dicomUid()}`,
+      );
       const query = t.db.query.bind(t.db);
       let running = 0;
       let mostAtOnce = 0;
@@ -430,7 +449,9 @@ describe('Viewer tokens', () => {
       });
       try {
         const first = await Promise.all(uris.map((uri) => validate(token, uri)));
-        expect(first.map((res) => `${res.status} ${JSON.stringify(res.body)}`)).toEqual(uris.map(() => '403 {"error":"Forbidden"}'));
+        expect(first.map((res) => `${res.status} ${JSON.stringify(res.body)}`)).toEqual(
+          uris.map(() => '403 {"error":"Forbidden"}'),
+        );
         expect(mostAtOnce).toBeGreaterThan(0);
         expect(mostAtOnce).toBeLessThanOrEqual(MAX_CONCURRENT_LOOKUPS);
         // In process, the 300 requests arrive at once: 450 UIDs in a handful of lookups.
@@ -485,7 +506,12 @@ describe('Viewer tokens', () => {
     });
 
     it('answers HEAD like GET, without a body', async () => {
-      const allowed = await socketRequest(baseUrl, 'HEAD', VALIDATE, headersOf(token, `/dicom-web/studies/${mine.study_instance_uid}`));
+      const allowed = await socketRequest(
+        baseUrl,
+        'HEAD',
+        VALIDATE,
+        headersOf(token, `/dicom-web/studies/${mine.study_instance_uid}`),
+      );
       expect(allowed.status).toBe(200);
       const refused = await socketRequest(baseUrl, 'HEAD', VALIDATE, headersOf(undefined, '/dicom-web/studies/1.2'));
       expect(refused.status).toBe(401);
@@ -507,7 +533,9 @@ describe('Viewer tokens', () => {
       const postInProcess = await t.http.post(VALIDATE, { headers: headersOf(token, '/dicom-web/studies/1.2') });
       expect(post.status).toBe(404);
       expect(post.body).toEqual(postInProcess.body);
-      expect((await socketRequest(baseUrl, 'GET', `${VALIDATE}/`, headersOf(token, '/dicom-web/studies/1.2'))).status).toBe(404);
+      expect((await socketRequest(baseUrl, 'GET', `${VALIDATE}/`, headersOf(token, '/dicom-web/studies/1.2'))).status).toBe(
+        404,
+      );
       const health = await socketRequest(baseUrl, 'GET', '/api/health');
       expect(health.status).toBe(200);
       expect(health.headers['x-request-id']).toMatch(UUID);
@@ -515,7 +543,7 @@ describe('Viewer tokens', () => {
   });
 
   describe('super admin and special tenants', () => {
-    it('a super admin\'s token opens the studies of that study\'s tenant only', async () => {
+    it("a super admin's token opens the studies of that study's tenant only", async () => {
       const token = await issue(tokens.superAdmin, theirs.id);
       expect((await validate(token, `/dicom-web/studies/${theirs.study_instance_uid}`)).status).toBe(200);
       const mineRes = await validate(token, `/dicom-web/studies/${mine.study_instance_uid}`);
@@ -535,7 +563,11 @@ describe('Viewer tokens', () => {
 
     it('refuses a UID that two tenants hold (the image server would serve both as one study)', async () => {
       const shared = dicomUid();
-      const ours = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, study_instance_uid: shared });
+      const ours = await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        study_instance_uid: shared,
+      });
       await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id, study_instance_uid: shared });
       const token = await issue(tokens.user1, ours.id);
       const res = await validate(token, `/dicom-web/studies/${shared}`);
@@ -585,7 +617,11 @@ describe('Viewer tokens', () => {
       const token = await issue(bearer, mine.id);
       const uri = `/dicom-web/studies/${mine.study_instance_uid}`;
       expect((await validate(token, uri)).status).toBe(200);
-      await t.db.query(`UPDATE users SET tenant_id = $2, unit_id = $3 WHERE id = $1`, [user.id, other.tenant.id, other.unit1.id]);
+      await t.db.query(`UPDATE users SET tenant_id = $2, unit_id = $3 WHERE id = $1`, [
+        user.id,
+        other.tenant.id,
+        other.unit1.id,
+      ]);
       t.app.get(AccountStatusService).forgetAll();
       expect((await validate(token, uri)).status).toBe(401);
       await t.db.query(`UPDATE users SET tenant_id = $2, unit_id = $3, is_active = false WHERE id = $1`, [

@@ -6,8 +6,7 @@ import { FOLLOW_UP_DELAY_MS } from '../../src/ingestion/ingestion-queue.service'
 import { createTestApp, TestApp } from '../support/app';
 
 /** An id in Orthanc's format, new for every test so queue state never leaks between tests. */
-const newStudyId = () =>
-  Array.from({ length: 5 }, () => randomBytes(4).toString('hex')).join('-');
+const newStudyId = () => Array.from({ length: 5 }, () => randomBytes(4).toString('hex')).join('-');
 
 describe('POST /api/imgsrv/webhook', () => {
   let t: TestApp;
@@ -118,9 +117,23 @@ describe('POST /api/imgsrv/webhook', () => {
     });
 
     it('answers 400 {error: ID not provided} when ID is absent, empty or not a usable id', async () => {
-      for (const body of [{}, { id: newStudyId() }, { ID: '' }, { ID: '   ' }, { ID: 42 }, { ID: null }, { ID: ['a'] }, [{ ID: 'a' }], { ID: '../../tools/reset' }]) {
+      for (const body of [
+        {},
+        { id: newStudyId() },
+        { ID: '' },
+        { ID: '   ' },
+        { ID: 42 },
+        { ID: null },
+        { ID: ['a'] },
+        [{ ID: 'a' }],
+        { ID: '../../tools/reset' },
+      ]) {
         const res = await post(body);
-        expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { error: 'ID not provided' } });
+        expect({ body, status: res.status, answer: res.body }).toEqual({
+          body,
+          status: 400,
+          answer: { error: 'ID not provided' },
+        });
       }
     });
 
@@ -132,7 +145,12 @@ describe('POST /api/imgsrv/webhook', () => {
         ['hello', 'text/plain'],
       ]) {
         const res = await postRaw(raw, type);
-        expect({ raw, type, status: res.status, body: res.body }).toEqual({ raw, type, status: 400, body: { error: 'ID not provided' } });
+        expect({ raw, type, status: res.status, body: res.body }).toEqual({
+          raw,
+          type,
+          status: 400,
+          body: { error: 'ID not provided' },
+        });
       }
       const none = await t.http.post('/api/imgsrv/webhook', { headers: { 'x-webhook-secret': secret } });
       expect(none.status).toBe(400);

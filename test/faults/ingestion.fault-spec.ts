@@ -232,7 +232,14 @@ describe('faults while studies are sent and indexed', () => {
       const stats = await orthancJson<{ CountSeries: number; CountInstances: number }>(`/studies/${id}/statistics`);
       expected.set(id, { series: stats.CountSeries, instances: stats.CountInstances });
     }
-    const { rows } = await pool.query<{ imgsrv_study_id: string; copies: number; series: number; instances: number; thumbnails: number; series_thumbnails: number }>(
+    const { rows } = await pool.query<{
+      imgsrv_study_id: string;
+      copies: number;
+      series: number;
+      instances: number;
+      thumbnails: number;
+      series_thumbnails: number;
+    }>(
       `SELECT s.imgsrv_study_id,
               count(*) OVER (PARTITION BY s.imgsrv_study_id)::int AS copies,
               (SELECT count(*) FROM series se WHERE se.study_id = s.id)::int AS series,
@@ -248,7 +255,9 @@ describe('faults while studies are sent and indexed', () => {
       if (!row) problems.push(`${id}: not in the database`);
       else if (row.copies !== 1) problems.push(`${id}: ${row.copies} copies`);
       else if (row.series !== want.series || row.instances !== want.instances) {
-        problems.push(`${id}: ${row.series} series / ${row.instances} instances, image server has ${want.series} / ${want.instances}`);
+        problems.push(
+          `${id}: ${row.series} series / ${row.instances} instances, image server has ${want.series} / ${want.instances}`,
+        );
       } else if (row.thumbnails !== 1 || row.series_thumbnails !== want.series) {
         problems.push(`${id}: ${row.thumbnails} study and ${row.series_thumbnails} series thumbnails`);
       }
@@ -270,7 +279,9 @@ describe('faults while studies are sent and indexed', () => {
       }
       if (Date.now() > deadline) {
         const jobs = await queueState().catch((e) => (e as Error).message);
-        throw new Error(`not converged after ${timeoutMs} ms:\n  ${last.slice(0, 10).join('\n  ')}\nqueues: ${JSON.stringify(jobs)}\nworker: ${worker.output().slice(-3000)}\napi: ${api.output().slice(-2000)}`);
+        throw new Error(
+          `not converged after ${timeoutMs} ms:\n  ${last.slice(0, 10).join('\n  ')}\nqueues: ${JSON.stringify(jobs)}\nworker: ${worker.output().slice(-3000)}\napi: ${api.output().slice(-2000)}`,
+        );
       }
       await delay(500);
     }
@@ -335,17 +346,25 @@ describe('faults while studies are sent and indexed', () => {
     pool = new Pool({ connectionString: env.DATABASE_URL, max: 3 });
     pool.on('error', () => undefined);
 
-    const { rows: [tenant] } = await pool.query(`INSERT INTO tenants (name, slug) VALUES ($1, $1) RETURNING id`, [`fault-${runId}`]);
-    const { rows: [unit] } = await pool.query(`INSERT INTO units (tenant_id, name, slug) VALUES ($1, $2, $2) RETURNING id`, [tenant.id, `fault-unit-${runId}`]);
-    await pool.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, 'Fault CT', $3, '127.0.0.1')`, [
+    const {
+      rows: [tenant],
+    } = await pool.query(`INSERT INTO tenants (name, slug) VALUES ($1, $1) RETURNING id`, [`fault-${runId}`]);
+    const {
+      rows: [unit],
+    } = await pool.query(`INSERT INTO units (tenant_id, name, slug) VALUES ($1, $2, $2) RETURNING id`, [
       tenant.id,
-      unit.id,
-      DEVICE_AET,
+      `fault-unit-${runId}`,
     ]);
     await pool.query(
-      `INSERT INTO users (tenant_id, unit_id, name, email, password) VALUES ($1, $2, 'Clinician', $3, $4)`,
-      [tenant.id, unit.id, `clinician-${runId}@example.test`, bcrypt.hashSync(PASSWORD, 4)],
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, 'Fault CT', $3, '127.0.0.1')`,
+      [tenant.id, unit.id, DEVICE_AET],
     );
+    await pool.query(`INSERT INTO users (tenant_id, unit_id, name, email, password) VALUES ($1, $2, 'Clinician', $3, $4)`, [
+      tenant.id,
+      unit.id,
+      `clinician-${runId}@example.test`,
+      bcrypt.hashSync(PASSWORD, 4),
+    ]);
     const session = await fetch(`${api.url}/api/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.1' },

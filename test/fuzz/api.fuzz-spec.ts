@@ -29,7 +29,8 @@ const EXTRA_OPERATIONS: Operation[] = [
   { method: 'GET', path: '/metrics', parameters: [], bodySchema: null, documented: new Set([200, 401, 404]), secured: false },
 ];
 
-const LEAK = /QueryFailedError|EntityNotFound|\bat [\w$.<>]+ \(|\/src\/|node_modules|\bSELECT\b|\bINSERT\b|\bUPDATE [a-z_]+ SET\b|FST_ERR|"statusCode"|ECONNREFUSED|duplicate key|violates/i;
+const LEAK =
+  /QueryFailedError|EntityNotFound|\bat [\w$.<>]+ \(|\/src\/|node_modules|\bSELECT\b|\bINSERT\b|\bUPDATE [a-z_]+ SET\b|FST_ERR|"statusCode"|ECONNREFUSED|duplicate key|violates/i;
 
 const TENANT_ADMIN_WRITES = (op: Operation) =>
   (op.path.startsWith('/api/tenant/templates') && op.method !== 'GET') ||
@@ -61,7 +62,8 @@ function violationOf(req: FuzzRequest, status: number, contentType: string, raw:
   if (ok2xx && TENANT_ADMIN_WRITES(op) && ['user', 'user2', 'userB'].includes(caller)) return `${caller} wrote as tenant admin`;
   if (ok2xx && facts.foreignPathId && validNonRoot) return `${caller} reached another clinic's record`;
   if (ok2xx && facts.otherUnitPathId && caller === 'user' && UNIT_SCOPED(op)) return `user reached another unit's record`;
-  if (ok2xx && facts.foreignBodyStudy && validNonRoot && op.path === '/api/viewer/token') return `viewer token for another clinic's study`;
+  if (ok2xx && facts.foreignBodyStudy && validNonRoot && op.path === '/api/viewer/token')
+    return `viewer token for another clinic's study`;
   if (ok2xx && facts.viewerCrossTenant) return `viewer token of one clinic validated a study of the other`;
   if (ok2xx && facts.wrongWebhookSecret) return `webhook accepted a wrong secret`;
 
@@ -151,8 +153,13 @@ describe(`fuzz: every endpoint of the OpenAPI document (seed ${SEED})`, () => {
     const seconds = (Date.now() - started) / 1000;
     errorSpy.mockRestore();
 
-    const table = [...histogram.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ');
-    const untouched = operations.filter((op) => !perOperation.has(`${op.method} ${op.path}`)).map((op) => `${op.method} ${op.path}`);
+    const table = [...histogram.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ');
+    const untouched = operations
+      .filter((op) => !perOperation.has(`${op.method} ${op.path}`))
+      .map((op) => `${op.method} ${op.path}`);
     const fiveXx = [...histogram.entries()].filter(([s]) => s >= 500).reduce((sum, [, n]) => sum + n, 0);
     console.log(
       [
@@ -160,7 +167,11 @@ describe(`fuzz: every endpoint of the OpenAPI document (seed ${SEED})`, () => {
         `statuses: ${table}`,
         `5xx: ${fiveXx}; violations: ${violations.length}`,
         ...[...perOperation.entries()].sort().map(
-          ([op, counts]) => `  ${op}: ${[...counts.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}x${n}`).join(' ')}`,
+          ([op, counts]) =>
+            `  ${op}: ${[...counts.entries()]
+              .sort(([a], [b]) => a - b)
+              .map(([s, n]) => `${s}x${n}`)
+              .join(' ')}`,
         ),
         ...violations.slice(0, 40),
         ...serverErrors.map((e) => `server error log: ${e}`),

@@ -122,7 +122,11 @@ export async function createStudy(db: DataSource, values: StudyValues): Promise<
 export async function createSeries(
   db: DataSource,
   studyId: string,
-  values: Partial<Omit<SeriesRow, 'study_id' | 'id'>> & { created_at?: string; manufacturer?: string | null; instance_count?: number } = {},
+  values: Partial<Omit<SeriesRow, 'study_id' | 'id'>> & {
+    created_at?: string;
+    manufacturer?: string | null;
+    instance_count?: number;
+  } = {},
 ): Promise<SeriesRow> {
   const [row] = await db.query(
     `INSERT INTO series (study_id, imgsrv_series_id, series_instance_uid, modality, series_number, manufacturer,
@@ -179,10 +183,12 @@ export async function createThumbnail(
   data: Buffer,
   contentType = 'image/jpeg',
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO thumbnails (study_id, series_id, content_type, data) VALUES ($1, $2, $3, $4)`,
-    [studyId, seriesId, contentType, data],
-  );
+  await db.query(`INSERT INTO thumbnails (study_id, series_id, content_type, data) VALUES ($1, $2, $3, $4)`, [
+    studyId,
+    seriesId,
+    contentType,
+    data,
+  ]);
 }
 
 /** Distinct recognisable bytes (not a real JPEG: the API passes stored thumbnails through untouched). */

@@ -33,8 +33,26 @@ export function generateUid(): string {
 // ---------------------------------------------------------------------------
 
 type Vr =
-  | 'AE' | 'AS' | 'CS' | 'DA' | 'DS' | 'DT' | 'IS' | 'LO' | 'LT' | 'PN' | 'SH' | 'ST' | 'TM'
-  | 'UI' | 'UT' | 'US' | 'UL' | 'OB' | 'OW' | 'SQ';
+  | 'AE'
+  | 'AS'
+  | 'CS'
+  | 'DA'
+  | 'DS'
+  | 'DT'
+  | 'IS'
+  | 'LO'
+  | 'LT'
+  | 'PN'
+  | 'SH'
+  | 'ST'
+  | 'TM'
+  | 'UI'
+  | 'UT'
+  | 'US'
+  | 'UL'
+  | 'OB'
+  | 'OW'
+  | 'SQ';
 
 /** A dataset is a list of elements; a sequence value is a list of item datasets. */
 export type Dataset = Element[];
@@ -437,7 +455,20 @@ export async function sendWithStorescu(files: string[], options: StorescuOptions
   const env = { ...process.env, ...DICOM_NETWORK_ENV, ...options.env };
   for (let start = 0; start < files.length; start += chunkSize) {
     const chunk = files.slice(start, start + chunkSize);
-    const args = ['-aet', aet, '-aec', calledAet, '-ta', '30', '-td', '60', ...(options.verbose ? ['-v'] : []), host, String(port), ...chunk];
+    const args = [
+      '-aet',
+      aet,
+      '-aec',
+      calledAet,
+      '-ta',
+      '30',
+      '-td',
+      '60',
+      ...(options.verbose ? ['-v'] : []),
+      host,
+      String(port),
+      ...chunk,
+    ];
     await new Promise<void>((resolve, reject) => {
       execFile(STORESCU, args, { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
         const output = `${stderr}${stdout}`.trim();

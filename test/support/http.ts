@@ -108,7 +108,13 @@ export function socketRequest(
             body = text;
           }
         }
-        resolve({ status: response.statusCode ?? 0, body, headers: response.headers as TestResponse['headers'], raw, cookies: [] });
+        resolve({
+          status: response.statusCode ?? 0,
+          body,
+          headers: response.headers as TestResponse['headers'],
+          raw,
+          cookies: [],
+        });
       });
     });
     request.on('error', reject);

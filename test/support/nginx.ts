@@ -78,14 +78,16 @@ export async function startNginx(opts: StartNginxOptions): Promise<NginxInstance
   // The checkout may sit under a private folder (CI clones into a mode-700 mktemp dir), where
   // nginx's unprivileged workers could not read the viewer's files: as root, workers run as root.
   const workerUser = process.getuid?.() === 0 ? 'user root;\n' : '';
-  const rendered = workerUser + renderNginxConfig(await fs.readFile(NGINX_TEMPLATE, 'utf8'), {
-    listen: `127.0.0.1:${port}`,
-    apiUpstream: `${opts.apiHost ?? '127.0.0.1'}:${opts.apiPort}`,
-    orthancUpstream: `${opts.orthancHost ?? '127.0.0.1'}:${opts.orthancPort}`,
-    orthancUser: opts.orthancUser,
-    orthancPassword: opts.orthancPassword,
-    viewerRoot: opts.viewerRoot,
-  });
+  const rendered =
+    workerUser +
+    renderNginxConfig(await fs.readFile(NGINX_TEMPLATE, 'utf8'), {
+      listen: `127.0.0.1:${port}`,
+      apiUpstream: `${opts.apiHost ?? '127.0.0.1'}:${opts.apiPort}`,
+      orthancUpstream: `${opts.orthancHost ?? '127.0.0.1'}:${opts.orthancPort}`,
+      orthancUser: opts.orthancUser,
+      orthancPassword: opts.orthancPassword,
+      viewerRoot: opts.viewerRoot,
+    });
   await fs.writeFile(conf, rendered);
 
   try {

@@ -34,7 +34,10 @@ export async function startBuiltProcess(
   if (options.port) {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${entry} exited ${child.exitCode}: ${output}`);
-      const ok = await fetch(`${url}/api/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > deadline) {
         child.kill('SIGKILL');

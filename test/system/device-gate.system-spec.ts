@@ -39,8 +39,10 @@ async function alteredCopy(file: string, dir: string): Promise<string> {
   const copy = path.join(dir, path.basename(file));
   await fs.copyFile(file, copy);
   await new Promise<void>((resolve, reject) =>
-    execFile('dcmodify', ['-nb', '-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic', copy], (error, _out, stderr) =>
-      error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve(),
+    execFile(
+      'dcmodify',
+      ['-nb', '-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic', copy],
+      (error, _out, stderr) => (error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve()),
     ),
   );
   return copy;
@@ -68,7 +70,10 @@ describe('Device gate: a device is its AE title and its address', () => {
   };
 
   async function lookup(uid: string, type: 'Study' | 'Instance', server = orthanc): Promise<string | undefined> {
-    const found = (await orthancJson('/tools/lookup', { method: 'POST', body: uid }, server)) as Array<{ ID: string; Type: string }>;
+    const found = (await orthancJson('/tools/lookup', { method: 'POST', body: uid }, server)) as Array<{
+      ID: string;
+      Type: string;
+    }>;
     return found.find((entry) => entry.Type === type)?.ID;
   }
 
@@ -186,7 +191,12 @@ describe('Device gate: a device is its AE title and its address', () => {
 
   it('places a study sent with a registered AE title from the registered address, in any spelling of it', async () => {
     const { row, result } = await sendAndPlace(await newStudy(`B1-${suffix}`), CLINIC_B_AET.toLowerCase());
-    expect(row).toMatchObject({ tenant_id: clinicB.tenant, unit_id: clinicB.unit, remote_aet: CLINIC_B_AET, remote_ip: '127.0.0.1' });
+    expect(row).toMatchObject({
+      tenant_id: clinicB.tenant,
+      unit_id: clinicB.unit,
+      remote_aet: CLINIC_B_AET,
+      remote_ip: '127.0.0.1',
+    });
     expect(result).toMatchObject({ outcome: 'saved', quarantined: false, remoteIp: '127.0.0.1' });
     expect(result.untrusted).toBeUndefined();
   });
@@ -195,7 +205,12 @@ describe('Device gate: a device is its AE title and its address', () => {
     const before = await untrustedCount('address_mismatch');
     const { imgsrvStudyId, row, result } = await sendAndPlace(await newStudy(`Q1-${suffix}`), CLINIC_A_AET, OTHER_ADDRESS);
     expect(row).toMatchObject({ tenant_id: quarantineTenant, remote_aet: CLINIC_A_AET, remote_ip: OTHER_ADDRESS });
-    expect(result).toMatchObject({ quarantined: true, untrusted: 'address_mismatch', remoteAet: CLINIC_A_AET, remoteIp: OTHER_ADDRESS });
+    expect(result).toMatchObject({
+      quarantined: true,
+      untrusted: 'address_mismatch',
+      remoteAet: CLINIC_A_AET,
+      remoteIp: OTHER_ADDRESS,
+    });
     // Orthanc recorded the address the device connected from: the one an operator registers.
     const instance = (await orthancJson(`/studies/${imgsrvStudyId}/instances`))[0];
     expect(await (await orthancFetch(`/instances/${instance.ID}/metadata/RemoteIP`)).text()).toBe(OTHER_ADDRESS);
@@ -242,7 +257,7 @@ describe('Device gate: a device is its AE title and its address', () => {
     expect(await untrustedCount('unknown_aet')).toBe(before + 1);
   });
 
-  it("keeps a study of clinic A in clinic A when a device of clinic B sends it again", async () => {
+  it('keeps a study of clinic A in clinic A when a device of clinic B sends it again', async () => {
     const study = await newStudy(`A1-${suffix}`);
     const placed = await sendAndPlace(study, CLINIC_A_AET);
     expect(placed.row).toMatchObject({ tenant_id: clinicA.tenant, unit_id: clinicA.unit });
@@ -295,22 +310,29 @@ describe('Device gate: a device is its AE title and its address', () => {
       await sendAndPlace(study, CLINIC_A_AET);
       original = await archived(study.sopInstanceUids[0]);
       altered = [await alteredCopy(study.files[0], path.join(workDir, 'altered'))];
-      expect(createHash('sha256').update(await fs.readFile(altered[0])).digest('hex')).not.toBe(original.sha256);
+      expect(
+        createHash('sha256')
+          .update(await fs.readFile(altered[0]))
+          .digest('hex'),
+      ).not.toBe(original.sha256);
     });
 
     it.each([
       ['an unregistered AE title', STRANGER_AET, undefined],
       ["another clinic's registered device", CLINIC_B_AET, undefined],
       ['its own AE title from another address', CLINIC_A_AET, OTHER_ADDRESS],
-    ])('is not replaced by other content with the same UIDs from %s: the C-STORE is refused', async (_label, aet, fromAddress) => {
-      await expect(sendWithStorescu(altered, { aet, port: orthanc.dicomPort, fromAddress, verbose: true })).rejects.toThrow(
-        'Received Store Response (Refused: OutOfResources)',
-      );
-      expect(await archived(study.sopInstanceUids[0])).toEqual(original);
-      expect(orthanc.log()).toContain(
-        `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]} (sent by AE title "${CLINIC_A_AET}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${aet}" from ${fromAddress ?? '127.0.0.1'}`,
-      );
-    });
+    ])(
+      'is not replaced by other content with the same UIDs from %s: the C-STORE is refused',
+      async (_label, aet, fromAddress) => {
+        await expect(sendWithStorescu(altered, { aet, port: orthanc.dicomPort, fromAddress, verbose: true })).rejects.toThrow(
+          'Received Store Response (Refused: OutOfResources)',
+        );
+        expect(await archived(study.sopInstanceUids[0])).toEqual(original);
+        expect(orthanc.log()).toContain(
+          `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]} (sent by AE title "${CLINIC_A_AET}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${aet}" from ${fromAddress ?? '127.0.0.1'}`,
+        );
+      },
+    );
 
     it('is replaced by its own device (AE title in any case, same address)', async () => {
       await sendWithStorescu(altered, { aet: CLINIC_A_AET.toLowerCase(), port: orthanc.dicomPort });
@@ -335,9 +357,13 @@ describe('Device gate: a device is its AE title and its address', () => {
         'Received Store Response (Refused: OutOfResources)',
       );
       expect(orthanc.log()).toMatch(
-        new RegExp(`webhook\\.lua: refused instance [0-9.]+: study ${study.studyInstanceUid.replace(/\./g, '\\.')} is archived for another patient ID`),
+        new RegExp(
+          `webhook\\.lua: refused instance [0-9.]+: study ${study.studyInstanceUid.replace(/\./g, '\\.')} is archived for another patient ID`,
+        ),
       );
-      const found = (await orthancJson('/tools/lookup', { method: 'POST', body: study.studyInstanceUid })) as Array<{ Type: string }>;
+      const found = (await orthancJson('/tools/lookup', { method: 'POST', body: study.studyInstanceUid })) as Array<{
+        Type: string;
+      }>;
       expect(found.filter((entry) => entry.Type === 'Study')).toHaveLength(1);
     });
   });
@@ -345,7 +371,7 @@ describe('Device gate: a device is its AE title and its address', () => {
   it('refuses, loudly, every instance when the check itself fails: nothing is stored unchecked', async () => {
     // The shipped script, plus one that breaks the Orthanc API call the filter relies on.
     const breaker = path.join(workDir, 'broken-lookup.lua');
-    await fs.writeFile(breaker, "function RestApiPost(uri, body, builtin) return nil end\n");
+    await fs.writeFile(breaker, 'function RestApiPost(uri, body, builtin) return nil end\n');
     const broken = await startOrthanc({ extraConfig: { LuaScripts: [WEBHOOK_LUA, breaker] } });
     try {
       const study = await newStudy(`F1-${suffix}`);

@@ -25,8 +25,13 @@ function listeningAddresses(port: number): string[] {
       const hex = local.split(':')[0];
       found.push(
         hex.length === 8
-          ? (hex.match(/../g) ?? []).reverse().map((byte) => parseInt(byte, 16)).join('.')
-          : /^0+$/.test(hex) ? '::' : hex,
+          ? (hex.match(/../g) ?? [])
+              .reverse()
+              .map((byte) => parseInt(byte, 16))
+              .join('.')
+          : /^0+$/.test(hex)
+            ? '::'
+            : hex,
       );
     }
   }
@@ -79,7 +84,12 @@ describe('a first try and a production install', () => {
       child.stdout?.on('data', (chunk) => (output += chunk));
       child.stderr?.on('data', (chunk) => (output += chunk));
       const deadline = Date.now() + 60_000;
-      while (!(await fetch(`${base}/api/health`).then((r) => r.ok, () => false))) {
+      while (
+        !(await fetch(`${base}/api/health`).then(
+          (r) => r.ok,
+          () => false,
+        ))
+      ) {
         if (child.exitCode !== null) throw new Error(`npm start exited ${child.exitCode}: ${output}`);
         if (Date.now() > deadline) throw new Error(`npm start did not become healthy: ${output}`);
         await new Promise((resolve) => setTimeout(resolve, 200));
@@ -159,7 +169,8 @@ describe('a first try and a production install', () => {
               MIGRATIONS_RUN: 'false',
             },
           },
-          (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+          (error, stdout, stderr) =>
+            resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
         );
       });
 
@@ -173,7 +184,10 @@ describe('a first try and a production install', () => {
       const created = await npmCli('create-super-admin', '--email', email, '--password', 'a-long-password', '--name', 'Root');
       expect(created).toMatchObject({ code: 0, stderr: '' });
       const id = created.stdout.trim();
-      const [row] = await db.query('SELECT email, is_super_admin, substring(password, 1, 7) AS prefix FROM users WHERE id = $1', [id]);
+      const [row] = await db.query(
+        'SELECT email, is_super_admin, substring(password, 1, 7) AS prefix FROM users WHERE id = $1',
+        [id],
+      );
       expect(row).toEqual({ email, is_super_admin: true, prefix: '$2b$12$' });
       const again = await npmCli('create-super-admin', '--email', email, '--password', 'a-long-password', '--name', 'Root');
       expect(again.code).not.toBe(0);

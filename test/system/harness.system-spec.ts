@@ -141,10 +141,14 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
     const sentAt = Date.now();
     orthancStudyId = await lookupStudy(study.studyInstanceUid);
 
-    const [hook] = await waitFor('the webhook', () => {
-      const hooks = webhooksFor(orthancStudyId);
-      return hooks.length ? hooks : undefined;
-    }, 10_000);
+    const [hook] = await waitFor(
+      'the webhook',
+      () => {
+        const hooks = webhooksFor(orthancStudyId);
+        return hooks.length ? hooks : undefined;
+      },
+      10_000,
+    );
     expect(hook.method).toBe('POST');
     expect(hook.headers['x-webhook-secret']).toBe(secret);
     expect(hook.headers['content-type']).toBe('application/json');
@@ -209,7 +213,11 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
 
   it('archives studies without pixel data (PDF, text SR) and notifies them too', async () => {
     const pdf = await writeNonImageStudy(path.join(workDir, 'pdf'), { patientId: 'HARNESS-2', patientName: 'ROE^RICHARD' });
-    const sr = await writeNonImageStudy(path.join(workDir, 'sr'), { patientId: 'HARNESS-2', patientName: 'ROE^RICHARD', kind: 'sr' });
+    const sr = await writeNonImageStudy(path.join(workDir, 'sr'), {
+      patientId: 'HARNESS-2',
+      patientName: 'ROE^RICHARD',
+      kind: 'sr',
+    });
     await sendWithStorescu([...pdf.files, ...sr.files], { aet: 'DOC_ROOM', port: orthanc.dicomPort });
 
     for (const written of [pdf, sr]) {
@@ -254,7 +262,9 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
     expect((await fetch(`${nginx.url}/dicom-web/studies`, { headers: { 'X-Viewer-Token': unknownToken } })).status).toBe(401);
 
     // Without a viewer token, the study search is the worklist's: the API's QIDO-RS endpoint.
-    const search = (await (await fetch(`${nginx.url}/dicom-web/studies?PatientName=*doe*&limit=5`)).json()) as { echo: { url: string } };
+    const search = (await (await fetch(`${nginx.url}/dicom-web/studies?PatientName=*doe*&limit=5`)).json()) as {
+      echo: { url: string };
+    };
     expect(search.echo.url).toBe('/api/dicom-web/studies?PatientName=*doe*&limit=5');
   });
 

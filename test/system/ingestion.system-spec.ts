@@ -102,7 +102,9 @@ describe('Ingestion against a real Orthanc', () => {
        WHERE s.study_id = $1 ORDER BY s.series_number, i.instance_number`,
       [study.id],
     );
-    const thumbnails = await database.query(`SELECT series_id, content_type, data FROM thumbnails WHERE study_id = $1`, [study.id]);
+    const thumbnails = await database.query(`SELECT series_id, content_type, data FROM thumbnails WHERE study_id = $1`, [
+      study.id,
+    ]);
     return { study, series, instances, thumbnails, indexedAt: study.indexed_at };
   }
 
@@ -326,13 +328,20 @@ describe('Ingestion against a real Orthanc', () => {
     expect(after.series.map((s) => s.id)).toEqual(before.series.map((s) => s.id));
     expect(after.instances.map((i) => i.id).sort()).toEqual(before.instances.map((i) => i.id).sort());
     expect(after.thumbnails).toHaveLength(3);
-    const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM studies WHERE study_instance_uid = $1`, [ctStudy.studyInstanceUid]);
+    const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM studies WHERE study_instance_uid = $1`, [
+      ctStudy.studyInstanceUid,
+    ]);
     expect(count).toBe(1);
     // Rows/Columns/SliceThickness of known instances are not read from Orthanc again.
     await settled(ctId);
     const indexJobs = (await queueOf(INDEX_QUEUE).getJobs(['completed'])).filter((job) => job?.data?.imgsrvStudyId === ctId);
     const latest = indexJobs.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))[0];
-    expect(latest.returnvalue).toMatchObject({ outcome: 'indexed', instances: 5, thumbnails: 3, geometryCalls: { qido: 0, perInstance: 0 } });
+    expect(latest.returnvalue).toMatchObject({
+      outcome: 'indexed',
+      instances: 5,
+      thumbnails: 3,
+      geometryCalls: { qido: 0, perInstance: 0 },
+    });
   });
 
   it('runs a study once per webhook, and at most twice for 10 simultaneous webhooks, duplicating nothing', async () => {
@@ -396,8 +405,16 @@ describe('Ingestion against a real Orthanc', () => {
   });
 
   it('archives studies without images (PDF, text SR) with their series and instances, without thumbnails', async () => {
-    const pdf = await writeNonImageStudy(path.join(workDir, 'pdf'), { patientId: `D-${suffix}`, patientName: 'DOC^DORA', studyDate: '20240220' });
-    const sr = await writeNonImageStudy(path.join(workDir, 'sr'), { patientId: `D-${suffix}`, patientName: 'DOC^DORA', kind: 'sr' });
+    const pdf = await writeNonImageStudy(path.join(workDir, 'pdf'), {
+      patientId: `D-${suffix}`,
+      patientName: 'DOC^DORA',
+      studyDate: '20240220',
+    });
+    const sr = await writeNonImageStudy(path.join(workDir, 'sr'), {
+      patientId: `D-${suffix}`,
+      patientName: 'DOC^DORA',
+      kind: 'sr',
+    });
     const pdfId = await send(pdf, DEVICE_AET);
     const srId = await send(sr, DEVICE_AET);
     for (const [id, modality] of [
@@ -454,7 +471,11 @@ describe('Ingestion against a real Orthanc', () => {
     await orthanc.stop();
 
     const studyQueue = queueOf(STUDY_QUEUE);
-    const manual = await studyQueue.add('study', { imgsrvStudyId: ctId, source: 'webhook' }, { jobId: `manual-${suffix}`, attempts: 1 });
+    const manual = await studyQueue.add(
+      'study',
+      { imgsrvStudyId: ctId, source: 'webhook' },
+      { jobId: `manual-${suffix}`, attempts: 1 },
+    );
     await waitFor('the single-attempt job to fail', async () => (await manual.getState()) === 'failed');
     expect((await studyQueue.getJob(manual.id))!.failedReason).toMatch(/ECONNREFUSED|image server/);
 
@@ -547,7 +568,14 @@ function runCli(args: string[], config: AppConfig): Promise<{ code: number; stdo
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [path.join(root, 'node_modules/ts-node/dist/bin.js'), '--transpile-only', '-P', path.join(root, 'tsconfig.json'), 'src/cli.ts', ...args],
+      [
+        path.join(root, 'node_modules/ts-node/dist/bin.js'),
+        '--transpile-only',
+        '-P',
+        path.join(root, 'tsconfig.json'),
+        'src/cli.ts',
+        ...args,
+      ],
       {
         cwd: root,
         timeout: 60_000,

@@ -114,7 +114,10 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   }
 
   /** Opens the viewer on a study and waits until its network settles (or the time runs out). */
-  async function openViewer(studyUid: string, token: string): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> }> {
+  async function openViewer(
+    studyUid: string,
+    token: string,
+  ): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> }> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> = [];
     page.on('response', (response) => {
@@ -162,7 +165,8 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       let [minX, minY, maxX, maxY] = [info.width, info.height, -1, -1];
       for (let y = 0; y < info.height; y++) {
         for (let x = 0; x < info.width; x++) {
-          if (at(x, y) > 12) [minX, minY, maxX, maxY] = [Math.min(minX, x), Math.min(minY, y), Math.max(maxX, x), Math.max(maxY, y)];
+          if (at(x, y) > 12)
+            [minX, minY, maxX, maxY] = [Math.min(minX, x), Math.min(minY, y), Math.max(maxX, x), Math.max(maxY, y)];
         }
       }
       const [w, h] = [maxX - minX + 1, maxY - minY + 1];
@@ -173,7 +177,8 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
         let sum = 0;
         let n = 0;
         const [x0, y0] = [minX + Math.floor(fx * w), minY + Math.floor(fy * h)];
-        for (let y = y0; y < y0 + Math.floor(h / 10); y++) for (let x = x0; x < x0 + Math.floor(w / 10); x++) (sum += at(x, y)), n++;
+        for (let y = y0; y < y0 + Math.floor(h / 10); y++)
+          for (let x = x0; x < x0 + Math.floor(w / 10); x++) ((sum += at(x, y)), n++);
         return sum / n;
       };
       const topRight = mean(0.85, 0.05);
@@ -184,7 +189,8 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       expect(Math.abs(topRight - bottomLeft)).toBeLessThan(20);
       expect(bottomRight).toBeGreaterThan(centre);
       let brightest = 0;
-      for (let y = minY; y < minY + Math.floor(h / 2); y++) for (let x = minX; x < minX + Math.floor(w / 2); x++) brightest = Math.max(brightest, at(x, y));
+      for (let y = minY; y < minY + Math.floor(h / 2); y++)
+        for (let x = minX; x < minX + Math.floor(w / 2); x++) brightest = Math.max(brightest, at(x, y));
       expect(brightest).toBeGreaterThan(bottomRight + 60);
 
       // Every DICOMweb request carried the token as a bearer; those of the study were let through.
@@ -203,7 +209,10 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       }
       // The access log holds paths without their queries (tokens, patient names): count the requests
       // whose path names the study.
-      const logged = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      const logged = nginx
+        .accessLog()
+        .split('\n')
+        .filter((line) => line.includes('/dicom-web/') && line.includes(uid));
       expect(logged.length).toBe(ofStudy.filter((r) => new URL(r.url).pathname.includes(uid)).length);
       expect(logged.every((line) => / 200 /.test(line))).toBe(true);
 
@@ -226,7 +235,10 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       expect(await viewportImage(page, 5_000)).toBeNull();
       await page.screenshot({ path: path.join(ARTIFACTS, 'viewer-other-tenant.png') });
       expect(dicomWeb.filter((r) => r.status === 200)).toEqual([]);
-      const denied = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      const denied = nginx
+        .accessLog()
+        .split('\n')
+        .filter((line) => line.includes('/dicom-web/') && line.includes(uid));
       expect(denied.length).toBeGreaterThan(0);
       expect(denied.every((line) => / 403 /.test(line))).toBe(true);
     } finally {
@@ -246,7 +258,10 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       expect(await viewportImage(page, 5_000)).toBeNull();
       await page.screenshot({ path: path.join(ARTIFACTS, 'viewer-expired.png') });
       expect(dicomWeb.filter((r) => r.status === 200)).toEqual([]);
-      const lines = nginx.accessLog().split('\n').filter((line) => line.includes('/dicom-web/') && line.includes(uid));
+      const lines = nginx
+        .accessLog()
+        .split('\n')
+        .filter((line) => line.includes('/dicom-web/') && line.includes(uid));
       expect(lines.some((line) => / 401 /.test(line))).toBe(true);
     } finally {
       await page.close();
@@ -264,7 +279,13 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       const signIn = async (email: string) =>
         page.evaluate(
           async ([mail, password]) =>
-            (await fetch('/api/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: mail, password }) })).status,
+            (
+              await fetch('/api/login', {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ email: mail, password }),
+              })
+            ).status,
           [email, TEST_PASSWORD],
         );
       await page.goto(`${nginx.url}/app-config.js`);
@@ -282,7 +303,8 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       }
       await page.screenshot({ path: path.join(ARTIFACTS, 'queues.png') });
       const docsCopy = path.join(path.dirname(README_SCREENSHOT), 'queues.png');
-      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(docsCopy)) await fs.copyFile(path.join(ARTIFACTS, 'queues.png'), docsCopy);
+      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(docsCopy))
+        await fs.copyFile(path.join(ARTIFACTS, 'queues.png'), docsCopy);
       // Only the board's third-party web font is refused (the page falls back to a system font).
       expect(blocked.filter((message) => !message.includes('https://fonts.googleapis.com/'))).toEqual([]);
     } finally {
@@ -295,7 +317,9 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
     it('takes the viewer token as X-Viewer-Token or as a bearer at the proxy', async () => {
       const token = await viewerToken(ours);
-      for (const headers of [{ 'x-viewer-token': token }, { authorization: `Bearer ${token}` }] as Array<Record<string, string>>) {
+      for (const headers of [{ 'x-viewer-token': token }, { authorization: `Bearer ${token}` }] as Array<
+        Record<string, string>
+      >) {
         const res = await fetch(`${nginx.url}${series()}`, { headers });
         expect(res.status).toBe(200);
         expect(((await res.json()) as unknown[]).length).toBe(1);
@@ -304,11 +328,13 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
     it('prefers X-Viewer-Token over the bearer when both are sent', async () => {
       const token = await viewerToken(ours);
-      const res = await fetch(`${nginx.url}${series()}`, { headers: { 'x-viewer-token': 'not-a-token', authorization: `Bearer ${token}` } });
+      const res = await fetch(`${nginx.url}${series()}`, {
+        headers: { 'x-viewer-token': 'not-a-token', authorization: `Bearer ${token}` },
+      });
       expect(res.status).toBe(401);
     });
 
-    it('refuses a user access token as X-Viewer-Token; as a bearer it is a session, at the user\'s own scope', async () => {
+    it("refuses a user access token as X-Viewer-Token; as a bearer it is a session, at the user's own scope", async () => {
       const asViewerToken = await fetch(`${nginx.url}${series()}`, { headers: { 'x-viewer-token': ours.token } });
       expect(asViewerToken.status).toBe(401);
       // What the validator told nginx (nginx answers the client with its own 401 page).
@@ -327,7 +353,11 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       const token = await viewerToken(ours);
       for (const url of ['/api/me', '/api/studies', `/api/studies/${ours.studyId}`]) {
         const res = await api('GET', url, token);
-        expect({ url, status: res.status, body: res.body }).toEqual({ url, status: 401, body: { message: 'Unauthenticated.' } });
+        expect({ url, status: res.status, body: res.body }).toEqual({
+          url,
+          status: 401,
+          body: { message: 'Unauthenticated.' },
+        });
       }
       const cookie = await fetch(`${nginx.url}/api/me`, { headers: { cookie: `pacs_access_token=${token}` } });
       expect(cookie.status).toBe(401);

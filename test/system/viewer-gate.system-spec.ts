@@ -27,7 +27,13 @@ const CONCURRENCY = 8;
 const VALIDATE = '/api/viewer/token/validate';
 // Fixed study UIDs: the generated URIs are the same on every run.
 const ROOT_UID = '1.2.826.0.1.3680043.10.1207';
-const STUDY_UIDS = { A1: `${ROOT_UID}.1.1`, A2: `${ROOT_UID}.1.2`, B1: `${ROOT_UID}.2.1`, B2: `${ROOT_UID}.2.2`, U: `${ROOT_UID}.3.1` };
+const STUDY_UIDS = {
+  A1: `${ROOT_UID}.1.1`,
+  A2: `${ROOT_UID}.1.2`,
+  B1: `${ROOT_UID}.2.1`,
+  B2: `${ROOT_UID}.2.2`,
+  U: `${ROOT_UID}.3.1`,
+};
 type StudyName = keyof typeof STUDY_UIDS;
 
 interface RawResponse {
@@ -94,7 +100,12 @@ function studiesIn(body: Buffer): { uids: Set<string>; patients: Set<string> } {
  * and a query of study filters in many spellings, other keys, and characters Orthanc reads its own
  * way (`#`, `\`, `;`, `+`, percent-encodings, Unicode look-alikes).
  */
-function generateUris(random: () => number, uids: Record<StudyName, string>, seriesOf: Record<StudyName, string>, sopOf: Record<StudyName, string>): string[] {
+function generateUris(
+  random: () => number,
+  uids: Record<StudyName, string>,
+  seriesOf: Record<StudyName, string>,
+  sopOf: Record<StudyName, string>,
+): string[] {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
   const chance = (p: number) => random() < p;
   const randomCase = (text: string) => [...text].map((c) => (chance(0.5) ? c.toUpperCase() : c.toLowerCase())).join('');
@@ -108,21 +119,55 @@ function generateUris(random: () => number, uids: Record<StudyName, string>, ser
   let clean = false;
   const CANONICAL_KEYS = ['StudyInstanceUID', '0020000D', '0020000d', '0020,000D', '0020-000d'];
   const filterKey = (): string =>
-    clean ? pick(CANONICAL_KEYS) : pick([
-      () => 'StudyInstanceUID',
-      () => 'StudyInstanceUID',
-      () => 'StudyInstanceUIDs',
-      () => randomCase('StudyInstanceUID'),
-      () => pick(['0020000D', '0020000d', '0020,000D', '0020,000d', '0020-000D', '0020-000d', '0020000D']),
-      () => pick(['20,d', '0x20,0xd', '0X20,0XD', '0x0020,0x000D', '+20,+d', '10020,d', '20,1000d', '-ffe0,d', '0020,000Dx', '20,d,', '0020,000D)']),
-      () => pick(['(0020,000D)', '(0020,000d)', '0020:000D', '0020.000D', '00020000D', '0020000D0', '0020 000D'.replace(' ', '%20')]),
-      () => percentEncodeSome('StudyInstanceUID'),
-      () => percentEncodeSome(pick(['0020000D', '0020,000D', '20,d'])),
-      () => pick(['\u0405tudyInstanceUID', '\uff33tudyInstanceUID', 'StudyInstanceU\u0399D', '0020000\u0044', '0020000\uff24', '\u2070020000D']),
-      () => pick(['StudyInstanceUID+', '+StudyInstanceUID', 'StudyInstanceUID%20', 'StudyInstanceUID;', 'StudyInstanceUID%00']),
-    ])();
+    clean
+      ? pick(CANONICAL_KEYS)
+      : pick([
+          () => 'StudyInstanceUID',
+          () => 'StudyInstanceUID',
+          () => 'StudyInstanceUIDs',
+          () => randomCase('StudyInstanceUID'),
+          () => pick(['0020000D', '0020000d', '0020,000D', '0020,000d', '0020-000D', '0020-000d', '0020000D']),
+          () =>
+            pick([
+              '20,d',
+              '0x20,0xd',
+              '0X20,0XD',
+              '0x0020,0x000D',
+              '+20,+d',
+              '10020,d',
+              '20,1000d',
+              '-ffe0,d',
+              '0020,000Dx',
+              '20,d,',
+              '0020,000D)',
+            ]),
+          () =>
+            pick([
+              '(0020,000D)',
+              '(0020,000d)',
+              '0020:000D',
+              '0020.000D',
+              '00020000D',
+              '0020000D0',
+              '0020 000D'.replace(' ', '%20'),
+            ]),
+          () => percentEncodeSome('StudyInstanceUID'),
+          () => percentEncodeSome(pick(['0020000D', '0020,000D', '20,d'])),
+          () =>
+            pick([
+              '\u0405tudyInstanceUID',
+              '\uff33tudyInstanceUID',
+              'StudyInstanceU\u0399D',
+              '0020000\u0044',
+              '0020000\uff24',
+              '\u2070020000D',
+            ]),
+          () =>
+            pick(['StudyInstanceUID+', '+StudyInstanceUID', 'StudyInstanceUID%20', 'StudyInstanceUID;', 'StudyInstanceUID%00']),
+        ])();
 
-  const separator = (): string => (clean ? pick([',', '%2C']) : pick([',', ',', '%2C', '%2c', '\\', '%5C', '+', ';', '%20', ',,']));
+  const separator = (): string =>
+    clean ? pick([',', '%2C']) : pick([',', ',', '%2C', '%2c', '\\', '%5C', '+', ';', '%20', ',,']);
   const filterValue = (): string => {
     const count = chance(0.7) ? 1 : 2 + Math.floor(random() * 2);
     let value = Array.from({ length: count }, uid).join(separator());
@@ -140,7 +185,8 @@ function generateUris(random: () => number, uids: Record<StudyName, string>, ser
       () => `limit=${pick(['1', '10', '101', '0', ''])}`,
       () => `offset=${pick(['0', '1', '5'])}`,
       () => `fuzzymatching=${pick(['false', 'true'])}`,
-      () => `includefield=${pick(['all', '00081030', '00081030%2C00080060', '00081030,00080060', '0020000D', 'StudyInstanceUID'])}`,
+      () =>
+        `includefield=${pick(['all', '00081030', '00081030%2C00080060', '00081030,00080060', '0020000D', 'StudyInstanceUID'])}`,
       () => `PatientID=${pick(['A-1', 'B-1', 'B-*', '*', '', `B-1%26StudyInstanceUID%3D${uids.B1}`])}`,
       () => `PatientName=${pick(['DOE^A*', 'THEIRS*', '*'])}`,
       () => `ModalitiesInStudy=${pick(['CT', 'MR'])}`,
@@ -156,31 +202,44 @@ function generateUris(random: () => number, uids: Record<StudyName, string>, ser
     const name = studyName();
     const own = uids[name];
     const other = studyName();
-    return pick(clean ? [
-      () => `/dicom-web/studies/${own}/series`,
-      () => `/dicom-web/studies/${own}/metadata`,
-      () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/metadata`,
-      () => `/dicom-web/studies/${own}/series/${seriesOf[name]}/instances/${sopOf[other]}/metadata`,
-    ] : [
-      () => `/dicom-web/studies/${own}`,
-      () => `/dicom-web/studies/${own}/series`,
-      () => `/dicom-web/studies/${own}/instances`,
-      () => `/dicom-web/studies/${own}/metadata`,
-      () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/metadata`,
-      () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/instances`,
-      () => `/dicom-web/studies/${own}/series/${seriesOf[name]}/instances/${sopOf[other]}/metadata`,
-      () => `/dicom-web/studies/${own}/../${uids[other]}/series`,
-      () => `/dicom-web/studies/${own}/series/..`,
-      () => `/dicom-web/studies/${own}%2F..%2F${uids[other]}/series`,
-      () => `/dicom-web/studies/${own}#/../${uids[other]}/series`,
-      () => `/dicom-web/studies/${own}\\/series`,
-    ])();
+    return pick(
+      clean
+        ? [
+            () => `/dicom-web/studies/${own}/series`,
+            () => `/dicom-web/studies/${own}/metadata`,
+            () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/metadata`,
+            () => `/dicom-web/studies/${own}/series/${seriesOf[name]}/instances/${sopOf[other]}/metadata`,
+          ]
+        : [
+            () => `/dicom-web/studies/${own}`,
+            () => `/dicom-web/studies/${own}/series`,
+            () => `/dicom-web/studies/${own}/instances`,
+            () => `/dicom-web/studies/${own}/metadata`,
+            () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/metadata`,
+            () => `/dicom-web/studies/${own}/series/${seriesOf[other]}/instances`,
+            () => `/dicom-web/studies/${own}/series/${seriesOf[name]}/instances/${sopOf[other]}/metadata`,
+            () => `/dicom-web/studies/${own}/../${uids[other]}/series`,
+            () => `/dicom-web/studies/${own}/series/..`,
+            () => `/dicom-web/studies/${own}%2F..%2F${uids[other]}/series`,
+            () => `/dicom-web/studies/${own}#/../${uids[other]}/series`,
+            () => `/dicom-web/studies/${own}\\/series`,
+          ],
+    )();
   };
   const searchPath = (): string =>
-    clean ? pick(['/dicom-web/studies', '/dicom-web/series', '/dicom-web/instances']) : pick([
-      '/dicom-web/studies', '/dicom-web/studies', '/dicom-web/series', '/dicom-web/instances',
-      '/dicom-web//studies', '/dicom-web/studies/', '/dicom-web/Studies', '/dicom-web/studies;x', '/dicom-web/servers',
-    ]);
+    clean
+      ? pick(['/dicom-web/studies', '/dicom-web/series', '/dicom-web/instances'])
+      : pick([
+          '/dicom-web/studies',
+          '/dicom-web/studies',
+          '/dicom-web/series',
+          '/dicom-web/instances',
+          '/dicom-web//studies',
+          '/dicom-web/studies/',
+          '/dicom-web/Studies',
+          '/dicom-web/studies;x',
+          '/dicom-web/servers',
+        ]);
 
   const uris = new Set<string>();
   while (uris.size < URI_COUNT) {
@@ -243,7 +302,11 @@ describe('the viewer gate against the real image server', () => {
         series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 16, columns: 16 }],
       });
       for (const file of written[name].files) {
-        const response = await fetch(`${orthanc.url}/instances`, { method: 'POST', headers: { Authorization: authorization }, body: await fs.readFile(file) });
+        const response = await fetch(`${orthanc.url}/instances`, {
+          method: 'POST',
+          headers: { Authorization: authorization },
+          body: await fs.readFile(file),
+        });
         expect(response.status).toBe(200);
       }
       const place = places[name];
@@ -277,7 +340,9 @@ describe('the viewer gate against the real image server', () => {
       { name: 'session', headers: { authorization: `Bearer ${clinicA.token1}` }, scope: new Set([STUDY_UIDS.A1]) },
     ];
     const foreignPatients = new Map(Object.entries(STUDY_UIDS).map(([name, uid]) => [patientOf[name as StudyName], uid]));
-    const counts = Object.fromEntries(callers.map(({ name }) => [name, { allowed: 0, refused: 0, leaks: 0, refusedThatWouldLeak: 0 }]));
+    const counts = Object.fromEntries(
+      callers.map(({ name }) => [name, { allowed: 0, refused: 0, leaks: 0, refusedThatWouldLeak: 0 }]),
+    );
     const leaks: string[] = [];
     let orthancReturnedForeign = 0;
 
@@ -336,7 +401,12 @@ describe('the viewer gate against the real image server', () => {
     let nginx: NginxInstance;
     const agent = new http.Agent({ keepAlive: false });
     beforeAll(async () => {
-      nginx = await startNginx({ apiPort, orthancPort: orthanc.httpPort, orthancUser: orthanc.username, orthancPassword: orthanc.password });
+      nginx = await startNginx({
+        apiPort,
+        orthancPort: orthanc.httpPort,
+        orthancUser: orthanc.username,
+        orthancPassword: orthanc.password,
+      });
     });
     afterAll(async () => {
       agent.destroy();
@@ -347,7 +417,7 @@ describe('the viewer gate against the real image server', () => {
       return { status: response.status, studies: [...studiesIn(response.body).uids].sort() };
     };
 
-    it('refuses each spelling that once leaked, or answers with the caller\'s study only', async () => {
+    it("refuses each spelling that once leaked, or answers with the caller's study only", async () => {
       const own = STUDY_UIDS.A1;
       const other = STUDY_UIDS.B1;
       const spellings = [
@@ -385,8 +455,11 @@ describe('the viewer gate against the real image server', () => {
       for (const uri of spellings) {
         const answer = await viaNginx(uri, session);
         if (uri.startsWith('/dicom-web/studies?')) {
-          expect({ uri, ok: [200, 400, 403].includes(answer.status), outside: answer.studies.filter((uid) => uid !== own) })
-            .toEqual({ uri, ok: true, outside: [] });
+          expect({
+            uri,
+            ok: [200, 400, 403].includes(answer.status),
+            outside: answer.studies.filter((uid) => uid !== own),
+          }).toEqual({ uri, ok: true, outside: [] });
         } else {
           expect({ uri, answer }).toEqual({ uri, answer: { status: 403, studies: [] } });
         }
@@ -399,7 +472,7 @@ describe('the viewer gate against the real image server', () => {
       expect(nginx.errorLog()).not.toMatch(/auth request unexpected status/);
     });
 
-    it('keeps tokens out of the access log: the viewer URL\'s token=, a bearer, X-Viewer-Token', async () => {
+    it("keeps tokens out of the access log: the viewer URL's token=, a bearer, X-Viewer-Token", async () => {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
       await viaNginx(`/viewer?StudyInstanceUIDs=${STUDY_UIDS.A1}&token=${secret}`, {});
       await viaNginx(`/viewer?%74oken=${secret}`, {});
@@ -414,12 +487,20 @@ describe('the viewer gate against the real image server', () => {
     });
   });
 
-  it('keeps tokens out of the API\'s request log (the built API, logging every request)', async () => {
-    const api = await startBuiltProcess('main', { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_log`, LOG_LEVEL: 'info' }, { port: await getFreePort() });
+  it("keeps tokens out of the API's request log (the built API, logging every request)", async () => {
+    const api = await startBuiltProcess(
+      'main',
+      { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_log`, LOG_LEVEL: 'info' },
+      { port: await getFreePort() },
+    );
     try {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
-      await fetch(`${api.url}/api/studies?page=1&token=${secret}&%74oken=${secret}`, { headers: { authorization: `Bearer ${clinicA.token1}` } });
-      await fetch(`${api.url}/api/health?access_token=${secret}`, { headers: { 'x-viewer-token': viewerToken, cookie: `pacs_access_token=${clinicA.token1}` } });
+      await fetch(`${api.url}/api/studies?page=1&token=${secret}&%74oken=${secret}`, {
+        headers: { authorization: `Bearer ${clinicA.token1}` },
+      });
+      await fetch(`${api.url}/api/health?access_token=${secret}`, {
+        headers: { 'x-viewer-token': viewerToken, cookie: `pacs_access_token=${clinicA.token1}` },
+      });
       const logged = api.output();
       expect(logged).toContain('/api/studies?page=1&token=[redacted]&%74oken=[redacted]');
       expect(logged).toContain('/api/health?access_token=[redacted]');

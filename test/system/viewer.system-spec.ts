@@ -125,7 +125,7 @@ describe('viewer and images through the real Orthanc and nginx', () => {
   };
 
   describe('GET /api/studies/{id}/instances/{instance}/rendered', () => {
-    it('streams Orthanc\'s JPEG rendering with image/jpeg and no-cache, private', async () => {
+    it("streams Orthanc's JPEG rendering with image/jpeg and no-cache, private", async () => {
       const res = await t.http.get(`/api/studies/${ours.study.id}/instances/${ours.instanceId}/rendered`, {
         token: clinic.token1,
       });
@@ -155,7 +155,7 @@ describe('viewer and images through the real Orthanc and nginx', () => {
       expect(res.body).toEqual({ message: 'Image not available' });
     });
 
-    it('answers 404 for another tenant\'s caller, without asking Orthanc', async () => {
+    it("answers 404 for another tenant's caller, without asking Orthanc", async () => {
       const res = await t.http.get(`/api/studies/${ours.study.id}/instances/${ours.instanceId}/rendered`, {
         token: other.adminToken,
       });
@@ -191,14 +191,14 @@ describe('viewer and images through the real Orthanc and nginx', () => {
       expect(studies.map((s) => s['0020000D'].Value?.[0])).toEqual([uid]);
     });
 
-    it('reaches Orthanc for the study\'s metadata', async () => {
+    it("reaches Orthanc for the study's metadata", async () => {
       const uid = ours.upload.written.studyInstanceUid;
       const response = await dicomweb(`/dicom-web/studies/${uid}/metadata`, { 'X-Viewer-Token': token });
       expect(response.status).toBe(200);
       expect(((await response.json()) as unknown[]).length).toBe(2);
     });
 
-    it('answers 403 for another tenant\'s study UID, in the path and in the query', async () => {
+    it("answers 403 for another tenant's study UID, in the path and in the query", async () => {
       const foreign = theirs.upload.written.studyInstanceUid;
       for (const uri of [
         `/dicom-web/studies/${foreign}/series`,
@@ -210,7 +210,7 @@ describe('viewer and images through the real Orthanc and nginx', () => {
       }
     });
 
-    it('answers 403 for a search that names no study (it would list every tenant\'s studies)', async () => {
+    it("answers 403 for a search that names no study (it would list every tenant's studies)", async () => {
       expect((await dicomweb('/dicom-web/studies?limit=10', { 'X-Viewer-Token': token })).status).toBe(403);
     });
 
@@ -218,11 +218,12 @@ describe('viewer and images through the real Orthanc and nginx', () => {
       const uid = ours.upload.written.studyInstanceUid;
       expect((await dicomweb(`/dicom-web/studies/${uid}/series`)).status).toBe(401);
       expect(
-        (await dicomweb(`/dicom-web/studies/${uid}/series`, { 'X-Viewer-Token': '00000000-0000-4000-8000-000000000000' })).status,
+        (await dicomweb(`/dicom-web/studies/${uid}/series`, { 'X-Viewer-Token': '00000000-0000-4000-8000-000000000000' }))
+          .status,
       ).toBe(401);
     });
 
-    it('opens another tenant\'s study only with a token of that tenant', async () => {
+    it("opens another tenant's study only with a token of that tenant", async () => {
       const theirToken = await viewerToken(other.adminToken, theirs.study.id);
       const response = await dicomweb(`/dicom-web/studies/${theirs.upload.written.studyInstanceUid}/series`, {
         'X-Viewer-Token': theirToken,

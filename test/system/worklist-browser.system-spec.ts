@@ -61,7 +61,15 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     return aet;
   }
 
-  async function sendStudy(aet: string, name: string, patientName: string, shown: string, studyDate: string, description: string, modality = 'CT'): Promise<Sent> {
+  async function sendStudy(
+    aet: string,
+    name: string,
+    patientName: string,
+    shown: string,
+    studyDate: string,
+    description: string,
+    modality = 'CT',
+  ): Promise<Sent> {
     const study = await writeStudy(path.join(workDir, name), {
       patientId: `WL-${name}`,
       patientName,
@@ -77,7 +85,9 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
   async function waitUntilIndexed(sent: Sent, superToken: string): Promise<void> {
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const res = await t.http.get(`/api/dicom-web/studies?StudyInstanceUID=${sent.study.studyInstanceUid}`, { token: superToken });
+      const res = await t.http.get(`/api/dicom-web/studies?StudyInstanceUID=${sent.study.studyInstanceUid}`, {
+        token: superToken,
+      });
       const [found] = JSON.parse(res.raw.toString() || '[]') as Array<Record<string, { Value?: number[] }>>;
       if (found?.['00201208']?.Value?.[0] === sent.instances) return;
       if (Date.now() > deadline) throw new Error(`study ${sent.study.studyInstanceUid} not indexed within 60 s`);
@@ -101,7 +111,10 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     const unit = await createUnit(t.db, tenant.id);
     const otherUnit = await createUnit(t.db, tenant.id);
     doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, name: 'Dr. Worklist' });
-    const [aet, otherAet] = [await device(superToken, tenant.id, unit.id, 'OURS'), await device(superToken, tenant.id, otherUnit.id, 'THEIRS')];
+    const [aet, otherAet] = [
+      await device(superToken, tenant.id, unit.id, 'OURS'),
+      await device(superToken, tenant.id, otherUnit.id, 'THEIRS'),
+    ];
     ours = [
       await sendStudy(aet, 'A1', 'SILVA^JOÃO', 'SILVA, JOÃO', '20240310', 'CT head without contrast'),
       await sendStudy(aet, 'A2', 'SOUZA^MARIA', 'SOUZA, MARIA', '20240105', 'MR knee right', 'MR'),
@@ -213,7 +226,10 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
     // (a session outside its scope: 403; needs the validator to accept the session, issue 15 item 2).
     const direct = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies/${studyUid}/series`)).status, uid);
     expect(direct).toBe(403);
-    const listed = await page.evaluate(async (studyUid) => (await fetch(`/dicom-web/studies?StudyInstanceUID=${studyUid}`)).json(), uid);
+    const listed = await page.evaluate(
+      async (studyUid) => (await fetch(`/dicom-web/studies?StudyInstanceUID=${studyUid}`)).json(),
+      uid,
+    );
     expect(listed).toEqual([]);
   });
 

@@ -35,7 +35,8 @@ export class ModalitiesController {
   @ApiCreatedResponse({ type: ModalityDto })
   @ApiNotFoundResponse({
     type: NotFoundDto,
-    description: '`{message: "Tenant not found."}`, or `{message: "Unit not found."}` when the unit is unknown or not in the clinic',
+    description:
+      '`{message: "Tenant not found."}`, or `{message: "Unit not found."}` when the unit is unknown or not in the clinic',
   })
   @ApiUnprocessableEntityResponse({
     type: ValidationErrorDto,

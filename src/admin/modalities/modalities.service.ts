@@ -19,7 +19,12 @@ export class ModalitiesService {
 
   async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<ModalityDto>> {
     const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
-    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.modalities.page({ ...filter, offset, limit }), toModalityDto);
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) => this.modalities.page({ ...filter, offset, limit }),
+      toModalityDto,
+    );
   }
 
   async create(body: CreateModalityDto): Promise<ModalityDto> {

@@ -7,7 +7,6 @@ import { explicitSlug, SLUG_TAKEN, slugFromName } from '../../common/validation/
 import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { CreateTenantDto, TenantDto, toTenantDto } from './tenants.dto';
 
-
 export const TENANT_NAME_TAKEN = 'A clinic with that name already exists.';
 export const QUARANTINE_SLUG = 'quarantine';
 
@@ -31,7 +30,12 @@ export class TenantsService {
   ) {}
 
   async list(query: { search?: string; page?: number }): Promise<Paginated<TenantDto>> {
-    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.tenants.page({ search: query.search, offset, limit }), toTenantDto);
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) => this.tenants.page({ search: query.search, offset, limit }),
+      toTenantDto,
+    );
   }
 
   async create(body: CreateTenantDto): Promise<TenantDto> {

@@ -3,17 +3,24 @@ import { Transform } from 'class-transformer';
 import { Equals, IsDefined, IsNotEmpty, ValidateIf } from 'class-validator';
 import { Identity, identityOf } from '../../common/auth/auth-user';
 import { IsCrm } from '../../common/validation/crm';
-import { IfPresent, IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString, UuidField } from '../../common/validation/fields';
+import {
+  IfPresent,
+  IfPresentAndNotNull,
+  OptionalBoolean,
+  StringRules,
+  TrimmedString,
+  UuidField,
+} from '../../common/validation/fields';
 import { IsImageDataUrl, SIGNATURE_MAX_BYTES } from '../../common/validation/image-data-url';
 import { NamedRefDto, PaginatedDto } from '../../common/responses';
 
-const normaliseEmail = ({ value }: { value: unknown }) =>
-  typeof value === 'string' ? value.trim().toLowerCase() : value;
+const normaliseEmail = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim().toLowerCase() : value);
 
 const SIGNATURE_DOC = {
   type: String,
   nullable: true,
-  description: 'data:image/jpeg;base64,... or data:image/png;base64,... (at most 2 MiB decoded); never returned, see has_signature',
+  description:
+    'data:image/jpeg;base64,... or data:image/png;base64,... (at most 2 MiB decoded); never returned, see has_signature',
 } as const;
 
 export class CreateUserDto {

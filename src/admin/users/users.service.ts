@@ -23,9 +23,19 @@ export class UsersService {
     private readonly passwords: PasswordHasher,
   ) {}
 
-  async list(query: { tenant_id?: string; unit_id?: string; search?: string; page?: number }): Promise<Paginated<AdminUserDto>> {
+  async list(query: {
+    tenant_id?: string;
+    unit_id?: string;
+    search?: string;
+    page?: number;
+  }): Promise<Paginated<AdminUserDto>> {
     const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
-    return fetchPage(query.page, ADMIN_PAGE_SIZE, (offset, limit) => this.users.page({ ...filter, offset, limit }), toAdminUserDto);
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) => this.users.page({ ...filter, offset, limit }),
+      toAdminUserDto,
+    );
   }
 
   async create(body: CreateUserDto): Promise<AdminUserDto> {

@@ -29,10 +29,7 @@ export interface ScopeColumns {
  * The scope as a SQL condition with named parameters, for TypeORM query builders:
  * `qb.andWhere(cond.sql, cond.params)`. A unit scope on a tenant-only record limits to the tenant.
  */
-export function scopeCondition(
-  scope: DataScope,
-  columns: ScopeColumns,
-): { sql: string; params: Record<string, string> } {
+export function scopeCondition(scope: DataScope, columns: ScopeColumns): { sql: string; params: Record<string, string> } {
   switch (scope.kind) {
     case 'all':
       return { sql: 'TRUE', params: {} };

@@ -1,10 +1,5 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, UseGuards } from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiCookieAuth,
-  ApiForbiddenResponse,
-  ApiUnauthorizedResponse,
-} from '@nestjs/swagger';
+import { ApiBearerAuth, ApiCookieAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { AuthUser } from './auth-user';
 import { DataScope, scopeOf } from './data-scope';
 import { JwtAuthGuard, SuperAdminGuard, TenantAdminGuard } from './guards';
@@ -32,12 +27,10 @@ export function Auth(role: Role = 'user') {
 }
 
 export const CurrentUser = createParamDecorator(
-  (_: unknown, context: ExecutionContext): AuthUser =>
-    context.switchToHttp().getRequest<{ user: AuthUser }>().user,
+  (_: unknown, context: ExecutionContext): AuthUser => context.switchToHttp().getRequest<{ user: AuthUser }>().user,
 );
 
 /** The caller's data scope (see scopeOf). */
-export const CallerScope = createParamDecorator(
-  (_: unknown, context: ExecutionContext): DataScope =>
-    scopeOf(context.switchToHttp().getRequest<{ user: AuthUser }>().user),
+export const CallerScope = createParamDecorator((_: unknown, context: ExecutionContext): DataScope =>
+  scopeOf(context.switchToHttp().getRequest<{ user: AuthUser }>().user),
 );

@@ -3,8 +3,14 @@ import { isDependencyDown } from './all-exceptions.filter';
 describe('isDependencyDown', () => {
   it.each([
     ['a refused connection', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
-    ['a PostgreSQL shutdown inside a query error', { name: 'QueryFailedError', message: 'x', driverError: { code: '57P01', message: 'terminating connection' } }],
-    ['ioredis giving up', Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' })],
+    [
+      'a PostgreSQL shutdown inside a query error',
+      { name: 'QueryFailedError', message: 'x', driverError: { code: '57P01', message: 'terminating connection' } },
+    ],
+    [
+      'ioredis giving up',
+      Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }),
+    ],
     ['a closed Redis connection', new Error('Connection is closed.')],
   ])('recognises %s', (_, error) => {
     expect(isDependencyDown(error)).toBe(true);

@@ -72,7 +72,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
       return { status: fastifyStatus, body: defaultBodyFor(fastifyStatus, message) };
     }
     if (isDependencyDown(exception)) {
-      this.logger.warn(`Dependency unavailable on ${request?.method} ${loggedUrl(request?.url)}: ${(exception as Error)?.message}`);
+      this.logger.warn(
+        `Dependency unavailable on ${request?.method} ${loggedUrl(request?.url)}: ${(exception as Error)?.message}`,
+      );
       return { status: HttpStatus.SERVICE_UNAVAILABLE, body: defaultBodyFor(503) };
     }
     this.logger.error(
@@ -87,7 +89,12 @@ const UNAVAILABLE_MESSAGE =
 
 /** PostgreSQL or Redis unreachable: a 503 the client may retry, not a 500. */
 export function isDependencyDown(error: unknown): boolean {
-  for (let e = error as { message?: string; code?: string; name?: string; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+  for (
+    let e = error as { message?: string; code?: string; name?: string; driverError?: unknown; cause?: unknown } | undefined,
+      depth = 0;
+    e && depth < 4;
+    depth++
+  ) {
     const code = String(e.code ?? '');
     if (/^(08|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
     if (e.name === 'MaxRetriesPerRequestError' || UNAVAILABLE_MESSAGE.test(String(e.message ?? ''))) return true;

@@ -11,7 +11,9 @@ describe('flattenValidationErrors', () => {
           {
             property: 'background',
             value: {},
-            children: [{ property: 'opacity', value: 2, constraints: { max: 'opacity must not be greater than 1' }, children: [] }],
+            children: [
+              { property: 'opacity', value: 2, constraints: { max: 'opacity must not be greater than 1' }, children: [] },
+            ],
           },
         ],
       },
@@ -21,7 +23,12 @@ describe('flattenValidationErrors', () => {
 
   it('reports only "required" for a missing field', () => {
     const errors: ValidationError[] = [
-      { property: 'email', value: undefined, constraints: { maxLength: 'too long', isNotEmpty: 'The email field is required.' }, children: [] },
+      {
+        property: 'email',
+        value: undefined,
+        constraints: { maxLength: 'too long', isNotEmpty: 'The email field is required.' },
+        children: [],
+      },
     ];
     expect(flattenValidationErrors(errors)).toEqual({ email: ['The email field is required.'] });
   });

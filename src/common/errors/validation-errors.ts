@@ -12,9 +12,10 @@ export function flattenValidationErrors(
     if (error.constraints) {
       // A missing field fails every rule; "is required" alone is the useful message then.
       const required = error.constraints.isDefined ?? error.constraints.isNotEmpty;
-      const messages = error.value === undefined || error.value === null || error.value === ''
-        ? [required ?? Object.values(error.constraints)[0]]
-        : Object.values(error.constraints);
+      const messages =
+        error.value === undefined || error.value === null || error.value === ''
+          ? [required ?? Object.values(error.constraints)[0]]
+          : Object.values(error.constraints);
       into[path] = [...(into[path] ?? []), ...messages];
     }
     if (error.children?.length) flattenValidationErrors(error.children, path, into);

@@ -12,12 +12,15 @@ export function parseCorsOrigins(value: string | undefined): string[] {
 /** The CORS policy of the configuration: exact origins, credentials allowed; none means none. */
 export async function registerCors(app: NestFastifyApplication, origins: string[]): Promise<void> {
   if (origins.length === 0) return;
-  await app.register(fastifyCors as never, {
-    origin: origins,
-    credentials: true,
-    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-    exposedHeaders: ['Retry-After', 'X-Request-Id', 'Content-Disposition'],
-    maxAge: 600,
-  } as never);
+  await app.register(
+    fastifyCors as never,
+    {
+      origin: origins,
+      credentials: true,
+      methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id', 'Content-Disposition'],
+      maxAge: 600,
+    } as never,
+  );
 }

@@ -9,9 +9,9 @@ describe('RejectUnstorableTextPipe', () => {
   const pipe = new RejectUnstorableTextPipe();
 
   it('lists every field holding a NUL, nested ones by their dotted path', () => {
-    expect(
-      fieldsWithNul({ search: 'a\u0000', ok: 'fine', layout: { regions: [{ text: '\u0000' }] }, ['k\u0000']: 1 }),
-    ).toEqual(['k\u0000', 'layout.regions.0.text', 'search']);
+    expect(fieldsWithNul({ search: 'a\u0000', ok: 'fine', layout: { regions: [{ text: '\u0000' }] }, ['k\u0000']: 1 })).toEqual(
+      ['k\u0000', 'layout.regions.0.text', 'search'],
+    );
     expect(fieldsWithNul({ a: ['x', 'y'], b: 1, c: null })).toEqual([]);
   });
 

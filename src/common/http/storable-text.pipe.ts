@@ -56,7 +56,12 @@ export class RejectUnstorableTextPipe implements PipeTransform {
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
     if (metadata.type !== 'query' && metadata.type !== 'body') return value;
     if (!metadata.metatype || metadata.metatype === Object) return value;
-    if (metadata.type === 'body' && metadata.metatype !== Array && value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value))) {
+    if (
+      metadata.type === 'body' &&
+      metadata.metatype !== Array &&
+      value !== undefined &&
+      (value === null || typeof value !== 'object' || Array.isArray(value))
+    ) {
       throw Errors.fieldInvalid('body', BODY_NOT_OBJECT);
     }
     const fields = unstorableTextFields(value);

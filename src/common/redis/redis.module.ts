@@ -34,10 +34,7 @@ class RedisShutdown implements OnApplicationShutdown {
  */
 @Global()
 @Module({
-  providers: [
-    { provide: REDIS, inject: [APP_CONFIG], useFactory: createRedisClient },
-    RedisShutdown,
-  ],
+  providers: [{ provide: REDIS, inject: [APP_CONFIG], useFactory: createRedisClient }, RedisShutdown],
   exports: [REDIS],
 })
 export class RedisModule {}

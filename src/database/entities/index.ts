@@ -12,15 +12,4 @@ import { User } from './user.entity';
 export { Instance, Modality, Patient, ReportTemplate, Series, Study, Tenant, Thumbnail, Unit, User };
 export type { ReportStatus } from './study.entity';
 
-export const ENTITIES = [
-  Tenant,
-  Unit,
-  User,
-  Modality,
-  Patient,
-  Study,
-  Series,
-  Instance,
-  Thumbnail,
-  ReportTemplate,
-];
+export const ENTITIES = [Tenant, Unit, User, Modality, Patient, Study, Series, Instance, Thumbnail, ReportTemplate];

@@ -29,7 +29,7 @@ describe('searchPlan', () => {
     expect(searchPlan(3, 200_000, 0, 15, false)).toBe('walk');
   });
 
-  it('counts a walk over what is walked: for a unit, its studies; for a unit\'s patients, the tenant\'s', () => {
+  it("counts a walk over what is walked: for a unit, its studies; for a unit's patients, the tenant's", () => {
     expect(searchPlan(300, 3_000, 0, 15, true)).toBe('walk');
     expect(searchPlan(300, 200_000, 0, 15, true)).toBe('index');
     expect(searchPlan(0, 3_000, 0, 15, true)).toBe('index');
@@ -40,7 +40,9 @@ describe('list SQL', () => {
   it('scopes a tenant-only record for a unit user through its studies in the unit', () => {
     const p = new SqlParams();
     const sql = listScopeSql(SPEC, { kind: 'unit', tenantId: 'T', unitId: 'U' }, p);
-    expect(sql).toBe('t.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND s.tenant_id = $2 AND s.unit_id = $3)');
+    expect(sql).toBe(
+      't.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND s.tenant_id = $2 AND s.unit_id = $3)',
+    );
     expect(p.values).toEqual(['T', 'T', 'U']);
     expect(listScopeSql(SPEC, { kind: 'all' }, new SqlParams())).toBe('TRUE');
     expect(listScopeSql(SPEC, { kind: 'none' }, new SqlParams())).toBe('FALSE');
@@ -63,7 +65,9 @@ describe('list SQL', () => {
       'SELECT t.id, t.name, NULL AS _total FROM things t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT $1 OFFSET $2',
     );
     const deep = listPageSql(SPEC, 'TRUE', 'NULL AS _total', new SqlParams(), 315, 15, true);
-    expect(deep).toContain("WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)");
+    expect(deep).toContain(
+      "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
+    );
     expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
   });
 });

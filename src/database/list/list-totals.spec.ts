@@ -81,7 +81,9 @@ describe('ListTotals SQL', () => {
     const totals = new ListTotals();
     const p = new SqlParams();
     const studies = totals.studies({ kind: 'unit', tenantId: 't', unitId: 'u' }, p);
-    expect(studies.total).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2)');
+    expect(studies.total).toBe(
+      '(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2)',
+    );
     expect(studies.version).toContain('::text');
     expect(p.values).toEqual(['t', 'u', 't', 'u']);
     expect(studies.tenant).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $5)');
@@ -97,8 +99,12 @@ describe('ListTotals SQL', () => {
     expect(q.values).toEqual(['t', 't', 'u']);
 
     const r = new SqlParams();
-    expect(totals.patients({ kind: 'none' }, r).total).toBe('(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE FALSE)');
-    expect(totals.studies({ kind: 'all' }, r).total).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE)');
+    expect(totals.patients({ kind: 'none' }, r).total).toBe(
+      '(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE FALSE)',
+    );
+    expect(totals.studies({ kind: 'all' }, r).total).toBe(
+      '(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE)',
+    );
     expect(r.values).toEqual([]);
   });
 });

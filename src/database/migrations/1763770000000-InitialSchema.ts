@@ -90,9 +90,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX patients_tenant_patient_id_key ON patients (tenant_id, patient_id)`);
-    await q.query(
-      `CREATE INDEX patients_tenant_order_idx ON patients (tenant_id, patient_name, created_at DESC, id)`,
-    );
+    await q.query(`CREATE INDEX patients_tenant_order_idx ON patients (tenant_id, patient_name, created_at DESC, id)`);
     await q.query(`CREATE INDEX patients_order_idx ON patients (patient_name, created_at DESC, id)`);
     await q.query(`CREATE INDEX patients_name_trgm ON patients USING gin (patient_name gin_trgm_ops)`);
     await q.query(`CREATE INDEX patients_pid_trgm ON patients USING gin (patient_id gin_trgm_ops)`);
@@ -121,23 +119,15 @@ export class InitialSchema1763770000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE UNIQUE INDEX studies_imgsrv_study_id_key ON studies (imgsrv_study_id)`);
     await q.query(`CREATE INDEX studies_uid_idx ON studies (study_instance_uid)`);
-    await q.query(
-      `CREATE INDEX studies_order_idx ON studies (study_date DESC, created_at DESC, id DESC)`,
-    );
-    await q.query(
-      `CREATE INDEX studies_tenant_order_idx ON studies (tenant_id, study_date DESC, created_at DESC, id DESC)`,
-    );
-    await q.query(
-      `CREATE INDEX studies_unit_order_idx ON studies (unit_id, study_date DESC, created_at DESC, id DESC)`,
-    );
+    await q.query(`CREATE INDEX studies_order_idx ON studies (study_date DESC, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX studies_tenant_order_idx ON studies (tenant_id, study_date DESC, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX studies_unit_order_idx ON studies (unit_id, study_date DESC, created_at DESC, id DESC)`);
     await q.query(
       `CREATE INDEX studies_patient_order_idx ON studies (patient_uuid, study_date DESC, created_at DESC, id DESC)`,
     );
     await q.query(`CREATE INDEX studies_patient_name_trgm ON studies USING gin (patient_name gin_trgm_ops)`);
     await q.query(`CREATE INDEX studies_patient_id_trgm ON studies USING gin (patient_id gin_trgm_ops)`);
-    await q.query(
-      `CREATE INDEX studies_accession_trgm ON studies USING gin (accession_number gin_trgm_ops)`,
-    );
+    await q.query(`CREATE INDEX studies_accession_trgm ON studies USING gin (accession_number gin_trgm_ops)`);
 
     await q.query(`
       CREATE TABLE series (
@@ -153,9 +143,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX series_imgsrv_series_id_key ON series (imgsrv_series_id)`);
-    await q.query(
-      `CREATE INDEX series_study_order_idx ON series (study_id, series_number, created_at, id)`,
-    );
+    await q.query(`CREATE INDEX series_study_order_idx ON series (study_id, series_number, created_at, id)`);
 
     await q.query(`
       CREATE TABLE instances (
@@ -171,9 +159,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
     await q.query(`CREATE UNIQUE INDEX instances_imgsrv_instance_id_key ON instances (imgsrv_instance_id)`);
-    await q.query(
-      `CREATE INDEX instances_series_order_idx ON instances (series_id, instance_number, created_at, id)`,
-    );
+    await q.query(`CREATE INDEX instances_series_order_idx ON instances (series_id, instance_number, created_at, id)`);
 
     await q.query(`
       CREATE TABLE thumbnails (
@@ -185,12 +171,8 @@ export class InitialSchema1763770000000 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query(
-      `CREATE UNIQUE INDEX thumbnails_study_key ON thumbnails (study_id) WHERE series_id IS NULL`,
-    );
-    await q.query(
-      `CREATE UNIQUE INDEX thumbnails_series_key ON thumbnails (series_id) WHERE series_id IS NOT NULL`,
-    );
+    await q.query(`CREATE UNIQUE INDEX thumbnails_study_key ON thumbnails (study_id) WHERE series_id IS NULL`);
+    await q.query(`CREATE UNIQUE INDEX thumbnails_series_key ON thumbnails (series_id) WHERE series_id IS NOT NULL`);
 
     await q.query(`
       CREATE TABLE report_templates (

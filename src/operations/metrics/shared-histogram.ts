@@ -49,7 +49,13 @@ abstract class SharedMetric {
  * value, plus `+Inf`, `_count` and `_sum`.
  */
 export class SharedHistogram extends SharedMetric {
-  constructor(redis: Redis, name: string, help: string, labelNames: readonly string[], private readonly buckets: readonly number[]) {
+  constructor(
+    redis: Redis,
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    private readonly buckets: readonly number[],
+  ) {
     super(redis, name, help, labelNames);
   }
 

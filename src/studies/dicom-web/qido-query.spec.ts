@@ -55,10 +55,15 @@ describe('parseQidoStudyQuery', () => {
   });
 
   it('refuses a key given twice under two names', () => {
-    expect(() => parseQidoStudyQuery({ PatientID: 'a', '0010,0020': 'b' })).toThrow('The 0010,0020 parameter is given more than once.');
+    expect(() => parseQidoStudyQuery({ PatientID: 'a', '0010,0020': 'b' })).toThrow(
+      'The 0010,0020 parameter is given more than once.',
+    );
   });
 
   it('is not fooled by keys named after Object properties', () => {
-    expect(parseQidoStudyQuery({ constructor: 'x', __proto__: 'y', toString: 'z' })).toEqual({ limit: QIDO_DEFAULT_LIMIT, offset: 0 });
+    expect(parseQidoStudyQuery({ constructor: 'x', __proto__: 'y', toString: 'z' })).toEqual({
+      limit: QIDO_DEFAULT_LIMIT,
+      offset: 0,
+    });
   });
 });

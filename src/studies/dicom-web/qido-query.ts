@@ -49,27 +49,30 @@ export interface QidoStudyQuery {
 
 export class QidoQueryError extends Error {}
 
-type Attribute = 'PatientName' | 'PatientID' | 'AccessionNumber' | 'StudyDescription' | 'StudyInstanceUID' | 'StudyDate' | 'ModalitiesInStudy';
+type Attribute =
+  'PatientName' | 'PatientID' | 'AccessionNumber' | 'StudyDescription' | 'StudyInstanceUID' | 'StudyDate' | 'ModalitiesInStudy';
 
 type Control = 'limit' | 'offset' | 'fuzzymatching';
 const CONTROLS = new Set(['limit', 'offset', 'fuzzymatching']);
 
-const ATTRIBUTES = new Map<string, Attribute>(Object.entries({
-  patientname: 'PatientName',
-  '00100010': 'PatientName',
-  patientid: 'PatientID',
-  '00100020': 'PatientID',
-  accessionnumber: 'AccessionNumber',
-  '00080050': 'AccessionNumber',
-  studydescription: 'StudyDescription',
-  '00081030': 'StudyDescription',
-  studyinstanceuid: 'StudyInstanceUID',
-  '0020000d': 'StudyInstanceUID',
-  studydate: 'StudyDate',
-  '00080020': 'StudyDate',
-  modalitiesinstudy: 'ModalitiesInStudy',
-  '00080061': 'ModalitiesInStudy',
-} satisfies Record<string, Attribute>));
+const ATTRIBUTES = new Map<string, Attribute>(
+  Object.entries({
+    patientname: 'PatientName',
+    '00100010': 'PatientName',
+    patientid: 'PatientID',
+    '00100020': 'PatientID',
+    accessionnumber: 'AccessionNumber',
+    '00080050': 'AccessionNumber',
+    studydescription: 'StudyDescription',
+    '00081030': 'StudyDescription',
+    studyinstanceuid: 'StudyInstanceUID',
+    '0020000d': 'StudyInstanceUID',
+    studydate: 'StudyDate',
+    '00080020': 'StudyDate',
+    modalitiesinstudy: 'ModalitiesInStudy',
+    '00080061': 'ModalitiesInStudy',
+  } satisfies Record<string, Attribute>),
+);
 
 const stripAccents = (text: string) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
 
@@ -83,7 +86,7 @@ const SPELLINGS = ((): Map<string, string> => {
     const base = stripAccents(char).toLowerCase();
     if (/^[a-z]$/.test(base)) spellings.set(base, (spellings.get(base) ?? '') + char);
   };
-  for (let code = 0x41; code <= 0x5a; code++) add(String.fromCharCode(code + 32)), add(String.fromCharCode(code));
+  for (let code = 0x41; code <= 0x5a; code++) (add(String.fromCharCode(code + 32)), add(String.fromCharCode(code)));
   for (let code = 0xc0; code <= 0x17f; code++) add(String.fromCharCode(code));
   return spellings;
 })();
@@ -103,7 +106,8 @@ export function insensitiveRegex(value: string): string {
     else if (char === '*') regex += '.*';
     else if (char === '?') regex += '.';
     else if (/[\\^$.|+()[\]{}]/.test(char)) regex += `\\${char}`;
-    else if (char.toUpperCase().length === 1 && char.toLowerCase() !== char.toUpperCase()) regex += `[${char.toLowerCase()}${char.toUpperCase()}]`;
+    else if (char.toUpperCase().length === 1 && char.toLowerCase() !== char.toUpperCase())
+      regex += `[${char.toLowerCase()}${char.toUpperCase()}]`;
     else regex += char;
   }
   return `${regex}$`;
@@ -129,7 +133,8 @@ export function parseQidoStudyQuery(query: Record<string, unknown> | null | unde
         result.offset = integer(rawKey, value, 0, MAX_OFFSET);
         break;
       case 'fuzzymatching':
-        if (value !== 'true' && value !== 'false') throw new QidoQueryError('The fuzzymatching parameter must be true or false.');
+        if (value !== 'true' && value !== 'false')
+          throw new QidoQueryError('The fuzzymatching parameter must be true or false.');
         break;
       default:
         readAttribute(result, known, value);
@@ -154,7 +159,8 @@ function readAttribute(result: QidoStudyQuery, attribute: Attribute, value: stri
       const uids = [...new Set(value.split(/[,\\]/))];
       if (uids.length > MAX_UIDS) throw new QidoQueryError(`At most ${MAX_UIDS} StudyInstanceUID values are accepted.`);
       for (const uid of uids) {
-        if (uid.length > 64 || !UID.test(uid)) throw new QidoQueryError('The StudyInstanceUID parameter must be UIDs separated by commas.');
+        if (uid.length > 64 || !UID.test(uid))
+          throw new QidoQueryError('The StudyInstanceUID parameter must be UIDs separated by commas.');
       }
       result.studyInstanceUids = uids;
       return;
@@ -164,7 +170,8 @@ function readAttribute(result: QidoStudyQuery, attribute: Attribute, value: stri
       return;
     case 'ModalitiesInStudy': {
       const modalities = [...new Set(value.split(/[,\\]/).map((m) => m.trim().toUpperCase()))];
-      if (modalities.some((m) => !MODALITY.test(m))) throw new QidoQueryError('The ModalitiesInStudy parameter must be modality codes separated by commas.');
+      if (modalities.some((m) => !MODALITY.test(m)))
+        throw new QidoQueryError('The ModalitiesInStudy parameter must be modality codes separated by commas.');
       result.modalities = modalities;
       return;
     }
@@ -173,7 +180,8 @@ function readAttribute(result: QidoStudyQuery, attribute: Attribute, value: stri
 
 function single(key: string, value: unknown): string {
   if (typeof value !== 'string') throw new QidoQueryError(`The ${key} parameter is given more than once.`);
-  if (value.length > MAX_VALUE_LENGTH) throw new QidoQueryError(`The ${key} parameter must not be longer than ${MAX_VALUE_LENGTH} characters.`);
+  if (value.length > MAX_VALUE_LENGTH)
+    throw new QidoQueryError(`The ${key} parameter must not be longer than ${MAX_VALUE_LENGTH} characters.`);
   if (value.includes('\0')) throw new QidoQueryError(`The ${key} parameter must not contain NUL characters.`);
   return value;
 }
@@ -190,7 +198,9 @@ function insensitiveMatch(value: string): InsensitiveMatch | undefined {
   if (/^\*+$/.test(value)) return undefined;
   const longest = value.split(/[*?]/).reduce((a, b) => (b.length > a.length ? b : a), '');
   const folded = longest.normalize('NFD').replace(/\p{M}/gu, '');
-  return /[A-Za-z0-9]{3}/.test(folded) ? { regex: insensitiveRegex(value), indexedRun: longest } : { regex: insensitiveRegex(value) };
+  return /[A-Za-z0-9]{3}/.test(folded)
+    ? { regex: insensitiveRegex(value), indexedRun: longest }
+    : { regex: insensitiveRegex(value) };
 }
 
 /** QIDO wildcards: `*` any run, `?` one character; a value of only `*` matches everything (null). */
@@ -219,10 +229,16 @@ function date(text: string): string {
   if (!match) throw badDate();
   const [, y, m, d] = match;
   const parsed = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
-  if (parsed.getUTCFullYear() !== Number(y) || parsed.getUTCMonth() !== Number(m) - 1 || parsed.getUTCDate() !== Number(d) || Number(y) < 1) {
+  if (
+    parsed.getUTCFullYear() !== Number(y) ||
+    parsed.getUTCMonth() !== Number(m) - 1 ||
+    parsed.getUTCDate() !== Number(d) ||
+    Number(y) < 1
+  ) {
     throw badDate();
   }
   return `${y}-${m}-${d}`;
 }
 
-const badDate = () => new QidoQueryError('The StudyDate parameter must be YYYYMMDD or a range YYYYMMDD-YYYYMMDD (either end may be left open).');
+const badDate = () =>
+  new QidoQueryError('The StudyDate parameter must be YYYYMMDD or a range YYYYMMDD-YYYYMMDD (either end may be left open).');

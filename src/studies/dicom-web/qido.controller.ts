@@ -1,12 +1,5 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProduces,
-  ApiQuery,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope } from '../../common/auth/decorators';
@@ -37,16 +30,41 @@ export class QidoController {
       'keywords or tags (`PatientName` or `00100010`); keys the index does not hold are ignored; `includefield` and ' +
       '`fuzzymatching` are accepted (every attribute held is always returned; matching of names is always case- and ' +
       'accent-insensitive). Each study carries 0020000D, 00100010, 00100020, 00100030, 00100040, 00080020, 00080030, ' +
-      '00080050, 00081030, 00080061, 00201206, 00201208 and 00081190 (its URL under the proxy\'s /dicom-web/).',
+      "00080050, 00081030, 00080061, 00201206, 00201208 and 00081190 (its URL under the proxy's /dicom-web/).",
   })
-  @ApiQuery({ name: 'PatientName', required: false, description: `${TEXT_MATCH}; case- and accent-insensitive. Also as 00100010.` })
+  @ApiQuery({
+    name: 'PatientName',
+    required: false,
+    description: `${TEXT_MATCH}; case- and accent-insensitive. Also as 00100010.`,
+  })
   @ApiQuery({ name: 'PatientID', required: false, description: `${TEXT_MATCH}. Also as 00100020.` })
   @ApiQuery({ name: 'AccessionNumber', required: false, description: `${TEXT_MATCH}. Also as 00080050.` })
-  @ApiQuery({ name: 'StudyDescription', required: false, description: `${TEXT_MATCH}; case- and accent-insensitive. Also as 00081030.` })
-  @ApiQuery({ name: 'StudyInstanceUID', required: false, description: 'One UID or several separated by `,` or `\\`. Also as 0020000D.' })
-  @ApiQuery({ name: 'StudyDate', required: false, description: '`YYYYMMDD`, or a range `YYYYMMDD-YYYYMMDD` with either end open. Also as 00080020.' })
-  @ApiQuery({ name: 'ModalitiesInStudy', required: false, description: 'Modality codes separated by `,`: a study with any of them. Also as 00080061.' })
-  @ApiQuery({ name: 'limit', required: false, type: Number, description: `At most ${QIDO_MAX_LIMIT} (also the default); more is capped` })
+  @ApiQuery({
+    name: 'StudyDescription',
+    required: false,
+    description: `${TEXT_MATCH}; case- and accent-insensitive. Also as 00081030.`,
+  })
+  @ApiQuery({
+    name: 'StudyInstanceUID',
+    required: false,
+    description: 'One UID or several separated by `,` or `\\`. Also as 0020000D.',
+  })
+  @ApiQuery({
+    name: 'StudyDate',
+    required: false,
+    description: '`YYYYMMDD`, or a range `YYYYMMDD-YYYYMMDD` with either end open. Also as 00080020.',
+  })
+  @ApiQuery({
+    name: 'ModalitiesInStudy',
+    required: false,
+    description: 'Modality codes separated by `,`: a study with any of them. Also as 00080061.',
+  })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    type: Number,
+    description: `At most ${QIDO_MAX_LIMIT} (also the default); more is capped`,
+  })
   @ApiQuery({ name: 'offset', required: false, type: Number })
   @ApiQuery({ name: 'includefield', required: false, description: 'Accepted; every attribute held is returned' })
   @ApiQuery({ name: 'fuzzymatching', required: false, enum: ['true', 'false'] })

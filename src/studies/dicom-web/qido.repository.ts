@@ -56,7 +56,8 @@ export class QidoRepository {
       if (opaque) where.push(`coalesce(${condition}, false)`);
       else {
         where.push(condition);
-        if (indexed && match.indexedRun) where.push(`search_lexemes(s.search_text) @@ search_query(${p.add(match.indexedRun)})`);
+        if (indexed && match.indexedRun)
+          where.push(`search_lexemes(s.search_text) @@ search_query(${p.add(match.indexedRun)})`);
       }
     };
     insensitive('s.patient_name', query.patientName, true);

@@ -130,10 +130,7 @@ export function toStudyDto(s: Study): StudyDto {
   };
 }
 
-export function toStudyDetailDto(
-  s: Study & { unit: Unit; tenant: Tenant },
-  modalities: string[],
-): StudyDetailDto {
+export function toStudyDetailDto(s: Study & { unit: Unit; tenant: Tenant }, modalities: string[]): StudyDetailDto {
   return {
     ...toStudyDto(s),
     modalities,

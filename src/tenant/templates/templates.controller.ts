@@ -17,13 +17,7 @@ import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../../common/auth/decorators';
 import { UuidParam } from '../../common/http/uuid-param';
 import { Paginated } from '../../common/pagination';
-import {
-  CreateTemplateDto,
-  TemplateDto,
-  TemplateListQueryDto,
-  TemplatePageDto,
-  UpdateTemplateDto,
-} from './templates.dto';
+import { CreateTemplateDto, TemplateDto, TemplateListQueryDto, TemplatePageDto, UpdateTemplateDto } from './templates.dto';
 import { TemplatesService } from './templates.service';
 
 @ApiTags('tenant')
@@ -68,7 +62,10 @@ export class TemplatesController {
   @ApiOperation({ summary: 'Create a report template for a unit of the clinic' })
   @ApiBody({ type: CreateTemplateDto })
   @ApiCreatedResponse({ type: TemplateDto })
-  @ApiUnprocessableEntityResponse({ type: ValidationErrorDto, description: 'Validation failure; errors.unit_id when the unit is not of the clinic' })
+  @ApiUnprocessableEntityResponse({
+    type: ValidationErrorDto,
+    description: 'Validation failure; errors.unit_id when the unit is not of the clinic',
+  })
   create(@CallerScope() scope: DataScope, @Body() body: CreateTemplateDto): Promise<TemplateDto> {
     return this.templates.create(scope, body);
   }

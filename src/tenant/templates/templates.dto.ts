@@ -62,7 +62,10 @@ class TemplateFieldsDto {
   @NestedObject('assets', () => TemplateAssetsDto)
   assets?: TemplateAssetsDto | null;
 
-  @ApiPropertyOptional({ default: true, description: 'true makes every other template of the same unit (or the other global ones) inactive' })
+  @ApiPropertyOptional({
+    default: true,
+    description: 'true makes every other template of the same unit (or the other global ones) inactive',
+  })
   @OptionalBoolean('is_active')
   is_active?: boolean;
 }
@@ -82,7 +85,12 @@ export class UpdateTemplateDto extends TemplateFieldsDto {
   @TrimmedString('name', { max: 255, optional: true })
   name?: string;
 
-  @ApiPropertyOptional({ format: 'uuid', type: String, nullable: true, description: 'null makes the template global to the clinic' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    type: String,
+    nullable: true,
+    description: 'null makes the template global to the clinic',
+  })
   @IfPresentAndNotNull()
   @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
   unit_id?: string | null;
@@ -93,7 +101,8 @@ export class TemplateListQueryDto extends TenantUnitFilterQueryDto {}
 export class TemplateDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) tenant_id: string;
-  @ApiProperty({ format: 'uuid', type: String, nullable: true, description: 'null: global to the clinic' }) unit_id: string | null;
+  @ApiProperty({ format: 'uuid', type: String, nullable: true, description: 'null: global to the clinic' }) unit_id:
+    string | null;
   @ApiProperty() name: string;
   @ApiProperty({ type: String, nullable: true }) content: string | null;
   @ApiProperty({ example: 1 }) schema_version: number;

@@ -47,7 +47,17 @@ export class OwnPostgres {
   static async create(): Promise<OwnPostgres> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-fault-pg-'));
     if (process.getuid?.() === 0) await run('chown', ['-R', 'postgres:postgres', dir]);
-    const [bin, args] = asPostgres(postgresBin('initdb'), ['-D', path.join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
+    const [bin, args] = asPostgres(postgresBin('initdb'), [
+      '-D',
+      path.join(dir, 'data'),
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '-E',
+      'UTF8',
+      '--no-sync',
+    ]);
     await run(bin, args);
     const server = new OwnPostgres(await getFreePort(), dir);
     await server.start();
@@ -104,8 +114,24 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes',
-      '--appendfsync', 'always', '--dir', this.dir, '--daemonize', 'no', '--loglevel', 'warning'];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--dir',
+      this.dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'warning',
+    ];
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     this.child = child;
     const deadline = Date.now() + 15_000;

@@ -18,11 +18,7 @@ export interface Service {
 }
 
 /** Runs dist/src/main.js or dist/src/worker.js as its own process; waits for /api/health when given a port. */
-export async function startService(
-  entry: 'main' | 'worker',
-  env: Record<string, string>,
-  port?: number,
-): Promise<Service> {
+export async function startService(entry: 'main' | 'worker', env: Record<string, string>, port?: number): Promise<Service> {
   const file = join(DIST_DIR, 'src', `${entry}.js`);
   if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` first`);
   const child: ChildProcess = spawn(process.execPath, [file], {
@@ -42,7 +38,10 @@ export async function startService(
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${entry} exited ${child.exitCode}: ${output}`);
-      const ok = await fetch(`${url}/api/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${url}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (Date.now() > deadline) {
         child.kill('SIGKILL');

@@ -174,12 +174,19 @@ export class RequestGenerator {
       if (where === 'cookie') headers.cookie = `pacs_access_token=${token}`;
       if (where === 'both') headers.cookie = `pacs_access_token=${this.world.tokenFor('garbage')}`;
     } else if (rng.chance(0.2)) {
-      headers.authorization = rng.pick(['Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${nastyString(rng)}`, 'Bearer a.b.c']);
+      headers.authorization = rng.pick([
+        'Bearer',
+        'Bearer ',
+        'Basic dXNlcjpwYXNz',
+        `Bearer ${nastyString(rng)}`,
+        'Bearer a.b.c',
+      ]);
     }
 
     this.specialHeaders(op, headers, facts);
     if (rng.chance(0.1)) headers['x-forwarded-for'] = rng.pick(['127.0.0.1', '10.0.0.1, 1.2.3.4', 'garbage', '::1']);
-    if (rng.chance(0.05)) headers['x-request-id'] = rng.pick([nastyString(rng).replace(/[\r\n\u0000-\u001f\u007f-\uffff]/g, ''), 'x'.repeat(4000)]);
+    if (rng.chance(0.05))
+      headers['x-request-id'] = rng.pick([nastyString(rng).replace(/[\r\n\u0000-\u001f\u007f-\uffff]/g, ''), 'x'.repeat(4000)]);
 
     const body = this.body(op, home, facts);
     if (body) {
@@ -196,39 +203,65 @@ export class RequestGenerator {
     const rng = this.rng;
     const pool = this.world.ids(kind);
     return rng.weighted<() => { value: string; foreign: boolean; otherUnit: boolean; mangled: boolean; raw?: boolean }>([
-      [5, () => {
-        const own = pool.filter((r) => r.clinic === (home ?? 'a'));
-        const pick = rng.pick(own.length ? own : pool);
-        return { value: pick.id, foreign: false, otherUnit: !!pick.unit2, mangled: false };
-      }],
-      [3, () => {
-        const theirs = pool.filter((r) => r.clinic !== (home ?? 'a'));
-        return { value: rng.pick(theirs).id, foreign: home !== null, otherUnit: false, mangled: false };
-      }],
+      [
+        5,
+        () => {
+          const own = pool.filter((r) => r.clinic === (home ?? 'a'));
+          const pick = rng.pick(own.length ? own : pool);
+          return { value: pick.id, foreign: false, otherUnit: !!pick.unit2, mangled: false };
+        },
+      ],
+      [
+        3,
+        () => {
+          const theirs = pool.filter((r) => r.clinic !== (home ?? 'a'));
+          return { value: rng.pick(theirs).id, foreign: home !== null, otherUnit: false, mangled: false };
+        },
+      ],
       [1, () => ({ value: rng.uuid(), foreign: false, otherUnit: false, mangled: false })],
-      [1, () => ({ value: this.world.ids(rng.pick(['study', 'tenant', 'user', 'template'] as IdKind[]))[0].id, foreign: false, otherUnit: false, mangled: false })],
-      [2, () => {
-        const value = rng.pick([
-          '1',
-          'abc',
-          "1' OR '1'='1",
-          '../../etc/passwd',
-          '..%2F..%2Fetc%2Fpasswd',
-          '%2e%2e%2f',
-          'null',
-          '00000000-0000-0000-0000-000000000000',
-          'ffffffff-ffff-ffff-ffff-ffffffffffff',
-          'a'.repeat(600),
-          '😀',
-          '\u0000',
-          '%',
-          `${rng.uuid()} `,
-          `{${rng.uuid()}}`,
-          rng.uuid().replace(/-/g, ''),
-        ]);
-        return { value, foreign: false, otherUnit: false, mangled: true };
-      }],
-      [1, () => ({ value: rng.pick(['..', '.', '../..', '%00', '%zz', '%2F', '', '//']), foreign: false, otherUnit: false, mangled: true, raw: true })],
+      [
+        1,
+        () => ({
+          value: this.world.ids(rng.pick(['study', 'tenant', 'user', 'template'] as IdKind[]))[0].id,
+          foreign: false,
+          otherUnit: false,
+          mangled: false,
+        }),
+      ],
+      [
+        2,
+        () => {
+          const value = rng.pick([
+            '1',
+            'abc',
+            "1' OR '1'='1",
+            '../../etc/passwd',
+            '..%2F..%2Fetc%2Fpasswd',
+            '%2e%2e%2f',
+            'null',
+            '00000000-0000-0000-0000-000000000000',
+            'ffffffff-ffff-ffff-ffff-ffffffffffff',
+            'a'.repeat(600),
+            '😀',
+            '\u0000',
+            '%',
+            `${rng.uuid()} `,
+            `{${rng.uuid()}}`,
+            rng.uuid().replace(/-/g, ''),
+          ]);
+          return { value, foreign: false, otherUnit: false, mangled: true };
+        },
+      ],
+      [
+        1,
+        () => ({
+          value: rng.pick(['..', '.', '../..', '%00', '%zz', '%2F', '', '//']),
+          foreign: false,
+          otherUnit: false,
+          mangled: true,
+          raw: true,
+        }),
+      ],
     ])();
   }
 
@@ -241,7 +274,15 @@ export class RequestGenerator {
       const name = param.name;
       const kind = KIND_BY_FIELD[name];
       const value = rng.weighted<() => string | string[]>([
-        [3, () => (name === 'page' ? String(rng.pick([1, 2, 3, 999999])) : kind ? rng.pick(this.world.ids(kind)).id : rng.pick(['doe', 'CT', 'a']))],
+        [
+          3,
+          () =>
+            name === 'page'
+              ? String(rng.pick([1, 2, 3, 999999]))
+              : kind
+                ? rng.pick(this.world.ids(kind)).id
+                : rng.pick(['doe', 'CT', 'a']),
+        ],
         [2, () => nastyString(rng)],
         [1, () => rng.pick(LIKE)],
         [1, () => rng.pick(SQL)],
@@ -312,8 +353,7 @@ export class RequestGenerator {
         [1, () => `/dicom-web/studies/${rng.pick(SQL)}`],
       ])();
       if (uri !== undefined) headers['x-original-uri'] = uri;
-      facts.viewerCrossTenant =
-        tokenValue === this.world.viewerToken(tokenClinic) && uri !== undefined && uri.includes(theirs);
+      facts.viewerCrossTenant = tokenValue === this.world.viewerToken(tokenClinic) && uri !== undefined && uri.includes(theirs);
     }
     if (op.path === '/api/imgsrv/webhook') {
       const secret = rng.weighted<() => string | undefined>([
@@ -364,7 +404,10 @@ export class RequestGenerator {
         return json(this.mutate(value), strategy);
       }
       case 'wrong-root':
-        return json(rng.pick<unknown>([[], [{}], 'string', 42, null, true, nestedArrays(rng.pick([100, 1000])), wrongValue(rng)]), strategy);
+        return json(
+          rng.pick<unknown>([[], [{}], 'string', 42, null, true, nestedArrays(rng.pick([100, 1000])), wrongValue(rng)]),
+          strategy,
+        );
       case 'malformed':
         return { payload: malformedJson(rng), headers: { 'content-type': 'application/json' }, strategy, unsupported: false };
       case 'content-type': {
@@ -381,7 +424,9 @@ export class RequestGenerator {
         ]);
         const value = JSON.stringify(this.fromSchema(op.bodySchema, '', home, facts));
         const payload = Buffer.from(
-          type === 'application/x-www-form-urlencoded' ? rng.pick([value, `${encodeURIComponent(value)}=`, 'a[b][c]=1&a=2']) : value,
+          type === 'application/x-www-form-urlencoded'
+            ? rng.pick([value, `${encodeURIComponent(value)}=`, 'a[b][c]=1&a=2'])
+            : value,
         );
         // Forms are taken by the webhook only (another site's page can post one without asking): 415 here.
         const supported = ['text/plain', 'application/json; charset=latin1', 'application/JSON'];
@@ -403,8 +448,20 @@ export class RequestGenerator {
         const shape = rng.pick(['json', 'text', 'form-key', 'form-pairs', 'no-id']);
         const doc = JSON.stringify(shape === 'no-id' ? { Path: '/studies/x' } : { ID: id, Path: `/studies/${String(id)}` });
         if (shape === 'json') return json(JSON.parse(doc), 'webhook json');
-        if (shape === 'text') return { payload: Buffer.from(doc), headers: { 'content-type': 'text/plain' }, strategy: 'webhook text', unsupported: false };
-        if (shape === 'form-key') return { payload: Buffer.from(doc), headers: { 'content-type': 'application/x-www-form-urlencoded' }, strategy: 'webhook form', unsupported: false };
+        if (shape === 'text')
+          return {
+            payload: Buffer.from(doc),
+            headers: { 'content-type': 'text/plain' },
+            strategy: 'webhook text',
+            unsupported: false,
+          };
+        if (shape === 'form-key')
+          return {
+            payload: Buffer.from(doc),
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            strategy: 'webhook form',
+            unsupported: false,
+          };
         return {
           payload: Buffer.from(`ID=${encodeURIComponent(String(id))}&ID=2`),
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -465,7 +522,8 @@ export class RequestGenerator {
       case 'integer':
         return field === 'opacity' ? rng.pick([0, 0.5, 1]) : rng.int(3) + 1;
       default: {
-        if (field === 'email') return rng.chance(0.5) ? rng.pick(this.world.fixtureEmails()) : `fuzz-${rng.hex(10)}@example.test`;
+        if (field === 'email')
+          return rng.chance(0.5) ? rng.pick(this.world.fixtureEmails()) : `fuzz-${rng.hex(10)}@example.test`;
         if (field === 'password') return rng.chance(0.6) ? 'correct-horse-battery' : `pw-${rng.hex(8)}`;
         if (field === 'crm') return rng.pick(['123456/SP', '1234/RJ', null]);
         if (field === 'aet') return `FZ${rng.hex(6)}`.toUpperCase();
@@ -493,9 +551,12 @@ export class RequestGenerator {
       const key = keys.length ? rng.pick(keys) : 'name';
       if (op === 'replace') out[key] = wrongValue(rng);
       if (op === 'delete') delete out[key];
-      if (op === 'extra') out[rng.pick(['is_super_admin', 'id', 'tenant_id', 'password', 'deleted_at', 'per_page', 'x'])] = wrongValue(rng);
+      if (op === 'extra')
+        out[rng.pick(['is_super_admin', 'id', 'tenant_id', 'password', 'deleted_at', 'per_page', 'x'])] = wrongValue(rng);
       if (op === 'proto') {
-        return JSON.parse(`{"__proto__":{"is_super_admin":true,"isAdmin":true},${JSON.stringify(out).slice(1)}`.replace(/,}$/, '}'));
+        return JSON.parse(
+          `{"__proto__":{"is_super_admin":true,"isAdmin":true},${JSON.stringify(out).slice(1)}`.replace(/,}$/, '}'),
+        );
       }
     }
     return out;

@@ -15,7 +15,7 @@ export const SQL = [
   "' OR '1'='1",
   "'; DROP TABLE studies; --",
   '" OR ""="',
-  "1) UNION SELECT password, email FROM users --",
+  '1) UNION SELECT password, email FROM users --',
   "' AND pg_sleep(5) --",
   '$1',
   "\\'; SELECT 1; --",
@@ -125,9 +125,23 @@ export function lyingDataUrl(rng: Prng): string {
 /** Bodies that are not valid JSON documents, as raw bytes. */
 export function malformedJson(rng: Prng): Buffer {
   return rng.weighted<() => Buffer>([
-    [2, () => Buffer.from(rng.pick(['{', '{"a":', '{"a":1,}', "{'a':1}", '[1,2', 'nul', 'tru', '{"a":1}}', '"', '{"__proto__":{"x":1}']))],
+    [
+      2,
+      () =>
+        Buffer.from(
+          rng.pick(['{', '{"a":', '{"a":1,}', "{'a':1}", '[1,2', 'nul', 'tru', '{"a":1}}', '"', '{"__proto__":{"x":1}']),
+        ),
+    ],
     [1, () => Buffer.from([0xff, 0xfe, 0xfd, 0x00, 0xc3, 0x28])],
-    [1, () => Buffer.concat([Buffer.from('{"email":"'), Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xe2, 0x28, 0xa1]), Buffer.from('","password":"x"}')])],
+    [
+      1,
+      () =>
+        Buffer.concat([
+          Buffer.from('{"email":"'),
+          Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xe2, 0x28, 0xa1]),
+          Buffer.from('","password":"x"}'),
+        ]),
+    ],
     [1, () => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')])],
     [1, () => Buffer.from('{"a":"\u0000\u0001\u0002"}')],
     [1, () => Buffer.from('\u0000')],

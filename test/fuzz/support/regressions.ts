@@ -27,7 +27,7 @@ const templateId = (world: FuzzWorld) => world.ids('template')[0].id;
 
 export const REGRESSIONS: Regression[] = [
   {
-    name: 'a lone surrogate as a new user\'s email',
+    name: "a lone surrogate as a new user's email",
     caller: 'root',
     method: 'POST',
     url: () => '/api/admin/users',
@@ -37,7 +37,7 @@ export const REGRESSIONS: Regression[] = [
     body: { message: SURROGATE_EMAIL, errors: { email: [SURROGATE_EMAIL] } },
   },
   {
-    name: 'a lone surrogate in a user\'s email, patched',
+    name: "a lone surrogate in a user's email, patched",
     caller: 'root',
     method: 'PATCH',
     url: (world) => `/api/admin/users/${userId(world)}`,
@@ -46,18 +46,16 @@ export const REGRESSIONS: Regression[] = [
     status: 422,
     body: { message: SURROGATE_EMAIL, errors: { email: [SURROGATE_EMAIL] } },
   },
-  ...(['/api/admin/users/', '/api/tenant/templates/'] as const).map(
-    (path): Regression => ({
-      name: `PATCH ${path}{id} with a null body`,
-      caller: path.startsWith('/api/admin') ? 'root' : 'admin',
-      method: 'PATCH',
-      url: (world) => `${path}${path.includes('users') ? userId(world) : templateId(world)}`,
-      headers: JSON_TYPE,
-      payload: 'null',
-      status: 422,
-      body: { message: NOT_OBJECT, errors: { body: [NOT_OBJECT] } },
-    }),
-  ),
+  ...(['/api/admin/users/', '/api/tenant/templates/'] as const).map((path): Regression => ({
+    name: `PATCH ${path}{id} with a null body`,
+    caller: path.startsWith('/api/admin') ? 'root' : 'admin',
+    method: 'PATCH',
+    url: (world) => `${path}${path.includes('users') ? userId(world) : templateId(world)}`,
+    headers: JSON_TYPE,
+    payload: 'null',
+    status: 422,
+    body: { message: NOT_OBJECT, errors: { body: [NOT_OBJECT] } },
+  })),
   {
     name: 'POST /api/admin/tenants with a null body',
     caller: 'root',

@@ -109,7 +109,10 @@ export class FuzzWorld {
     const now = Math.floor(Date.now() / 1000);
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     this.hostile.set('alg-none', `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, is_super_admin: true })}.`);
-    this.hostile.set('other-secret', jwt.sign({ ...claims, is_super_admin: true }, `${this.secret}-not`, { algorithm: 'HS256' }));
+    this.hostile.set(
+      'other-secret',
+      jwt.sign({ ...claims, is_super_admin: true }, `${this.secret}-not`, { algorithm: 'HS256' }),
+    );
     this.hostile.set('rs256', jwt.sign(claims, privateKey.export({ type: 'pkcs1', format: 'pem' }), { algorithm: 'RS256' }));
     this.hostile.set('hs512', jwt.sign(claims, this.secret, { algorithm: 'HS512' }));
     this.hostile.set(
@@ -133,8 +136,13 @@ export class FuzzWorld {
     );
     this.hostile.set(
       'deleted-user',
-      this.tokens.issue({ id: randomUUID(), tenant_id: this.a.clinic.tenant.id, unit_id: null, is_super_admin: true, is_tenant_admin: true })
-        .access_token,
+      this.tokens.issue({
+        id: randomUUID(),
+        tenant_id: this.a.clinic.tenant.id,
+        unit_id: null,
+        is_super_admin: true,
+        is_tenant_admin: true,
+      }).access_token,
     );
   }
 
@@ -157,21 +165,39 @@ export class FuzzWorld {
     const of = (c: ClinicRecords, tag: 'a' | 'b') => {
       switch (kind) {
         case 'study':
-          return [{ id: c.study1.study.id, clinic: tag }, { id: c.study2.study.id, clinic: tag, unit2: true }];
+          return [
+            { id: c.study1.study.id, clinic: tag },
+            { id: c.study2.study.id, clinic: tag, unit2: true },
+          ];
         case 'series':
-          return [{ id: c.study1.series.id, clinic: tag }, { id: c.study2.series.id, clinic: tag, unit2: true }];
+          return [
+            { id: c.study1.series.id, clinic: tag },
+            { id: c.study2.series.id, clinic: tag, unit2: true },
+          ];
         case 'instance':
-          return [{ id: c.study1.instance.id, clinic: tag }, { id: c.study2.instance.id, clinic: tag, unit2: true }];
+          return [
+            { id: c.study1.instance.id, clinic: tag },
+            { id: c.study2.instance.id, clinic: tag, unit2: true },
+          ];
         case 'patient':
-          return [{ id: c.study1.patient.id, clinic: tag }, { id: c.study2.patient.id, clinic: tag, unit2: true }];
+          return [
+            { id: c.study1.patient.id, clinic: tag },
+            { id: c.study2.patient.id, clinic: tag, unit2: true },
+          ];
         case 'template':
           return [{ id: c.templateId, clinic: tag }];
         case 'tenant':
           return [{ id: c.clinic.tenant.id, clinic: tag }];
         case 'unit':
-          return [{ id: c.clinic.unit1.id, clinic: tag }, { id: c.clinic.unit2.id, clinic: tag, unit2: true }];
+          return [
+            { id: c.clinic.unit1.id, clinic: tag },
+            { id: c.clinic.unit2.id, clinic: tag, unit2: true },
+          ];
         case 'user':
-          return [{ id: c.clinic.user1.id, clinic: tag }, { id: c.clinic.admin.id, clinic: tag }];
+          return [
+            { id: c.clinic.user1.id, clinic: tag },
+            { id: c.clinic.admin.id, clinic: tag },
+          ];
         case 'modality':
           return [{ id: c.modalityId, clinic: tag }];
       }
