@@ -14,6 +14,7 @@ fail() { printf 'first run: %s\n' "$*" >&2; exit 1; }
 need=()
 [ -x /usr/sbin/Orthanc ] || command -v Orthanc >/dev/null 2>&1 || need+=(orthanc)
 [ -f /usr/share/orthanc/plugins/libOrthancDicomWeb.so ] || need+=(orthanc-dicomweb)
+[ -f /usr/share/orthanc/plugins/libOrthancPostgreSQLIndex.so ] || need+=(orthanc-postgresql)  # listed in docker/orthanc/orthanc.json (idle without its PostgreSQL section)
 command -v storescu >/dev/null 2>&1 || need+=(dcmtk)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
 command -v pg_isready >/dev/null 2>&1 || need+=(postgresql)
