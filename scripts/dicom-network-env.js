@@ -5,7 +5,7 @@
 //
 // TCP_NODELAY=1: DCMTK leaves Nagle's algorithm on unless this variable is set (dcmnet, dul.cc).
 // A C-STORE exchange is a few small PDUs each way, and with Nagle on every one of them waits for
-// the peer's delayed ACK (40 ms on Linux): 300 CT slices of 128 KB in one association took 16-21 s
-// with neither side setting it, 4-6 s with only Orthanc's side and about 2 s with both
-// (README, Ingestion decisions; bench/README.md).
+// the peer's delayed ACK (about 40 ms on Linux): 300 CT slices of 128 KB in one association to Orthanc
+// 1.10 took 18-21 s with neither side setting it, 3.6-6.5 s with Orthanc's side only and 1.3-3.4 s
+// with both, on a loaded 2-core machine (README, Ingestion decisions; bench/README.md).
 module.exports = { DICOM_NETWORK_ENV: Object.freeze({ TCP_NODELAY: '1' }) };
