@@ -1,8 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from './config/environment';
-import { createSuperAdmin } from './auth/create-super-admin';
+import { createSuperAdminCommand } from './cli/create-super-admin';
 
-/** `npm run cli -- <command>`: operator commands. */
+/** `npm run cli -- <command>`: operator commands; each command's runner lives in src/cli/. */
 async function main(argv: string[]): Promise<void> {
   const program = new Command('cli').exitOverride();
   program
@@ -12,7 +12,7 @@ async function main(argv: string[]): Promise<void> {
     .requiredOption('--password <password>', 'at least 8 characters')
     .requiredOption('--name <name>')
     .action(async (options: { email: string; password: string; name: string }) => {
-      const id = await createSuperAdmin(loadConfig(), options);
+      const id = await createSuperAdminCommand(loadConfig(), options);
       process.stdout.write(`${id}\n`);
     });
   program

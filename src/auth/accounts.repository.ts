@@ -22,7 +22,10 @@ const accountSelect = (extra = '') => `
 const ACCOUNT_BY_ID = `${accountSelect()} WHERE u.id = $1`;
 const SIGN_IN_BY_EMAIL = `${accountSelect(', u.password')} WHERE lower(u.email) = lower($1)`;
 
-/** Every read of a user together with its tenant: sign-in, the per-request account check, `me`. */
+/**
+ * Every read of a user together with its tenant (sign-in, the per-request account check, `me`), and
+ * the first super admin's insert (`npm run cli -- create-super-admin`).
+ */
 @Injectable()
 export class AccountsRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
@@ -49,6 +52,18 @@ export class AccountsRepository {
       [userId],
     );
     return rows[0] ?? { tenant_name: null, unit_name: null };
+  }
+
+  /** A new active super admin (no tenant); null when the email (case-insensitive) is taken. */
+  async insertSuperAdmin(name: string, email: string, passwordHash: string): Promise<string | null> {
+    const rows: Array<{ id: string }> = await this.dataSource.query(
+      `INSERT INTO users (name, email, password, is_super_admin, is_tenant_admin, is_active)
+       VALUES ($1, $2, $3, true, false, true)
+       ON CONFLICT ((lower(email))) DO NOTHING
+       RETURNING id`,
+      [name, email, passwordHash],
+    );
+    return rows[0]?.id ?? null;
   }
 }
 
