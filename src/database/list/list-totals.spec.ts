@@ -56,6 +56,19 @@ describe('ListTotals.cached', () => {
     expect(second.calls).toBe(0);
   });
 
+  it('keeps at most 10,000 totals, dropping the oldest first', async () => {
+    const totals = new ListTotals();
+    for (let i = 0; i <= 10_000; i++) {
+      await totals.cached(`k${i}`, '1.1', counter([{ total: i, version: '1.1' }]));
+    }
+    const newest = counter([]);
+    expect(await totals.cached('k10000', '1.1', newest)).toBe(10_000);
+    expect(newest.calls).toBe(0);
+    const oldest = counter([{ total: 0, version: '1.1' }]);
+    expect(await totals.cached('k0', '1.1', oldest)).toBe(0);
+    expect(oldest.calls).toBe(1);
+  });
+
   it('does not keep a failed count', async () => {
     const totals = new ListTotals();
     await expect(totals.cached('k', '1.1', () => Promise.reject(new Error('connection lost')))).rejects.toThrow(

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
+import { TtlCache } from '../../common/cache/ttl-cache';
 import { SqlParams } from './sql-params';
 
 /** The last known sizes of a search: enough to choose its page's plan before knowing the version. */
@@ -35,9 +36,9 @@ const MAX_CACHED = 10_000;
  */
 @Injectable()
 export class ListTotals {
-  private readonly cache = new Map<string, number>();
-  private readonly pending = new Map<string, Promise<number>>();
-  private readonly lastSeen = new Map<string, SearchSizes>();
+  /** Totals under `key@version`: never stale, so kept until the bound pushes them out. */
+  private readonly totals = new TtlCache<number>(MAX_CACHED);
+  private readonly lastSeen = new TtlCache<SearchSizes>(MAX_CACHED);
 
   /**
    * Counters of the studies a scope sees (study_counts, one row per unit). Each expression binds its
@@ -91,9 +92,6 @@ export class ListTotals {
   }
 
   rememberSizes(key: string, sizes: SearchSizes): void {
-    if (!this.lastSeen.has(key) && this.lastSeen.size >= MAX_CACHED) {
-      this.lastSeen.delete(this.lastSeen.keys().next().value as string);
-    }
     this.lastSeen.set(key, sizes);
   }
 
@@ -103,19 +101,10 @@ export class ListTotals {
    * misses of one key and version share one count.
    */
   async cached(key: string, version: string, count: () => Promise<{ total: number; version: string }>): Promise<number> {
-    const at = `${key}@${version}`;
-    const hit = this.cache.get(at);
-    if (hit !== undefined) return hit;
-    const inFlight = this.pending.get(at);
-    if (inFlight) return inFlight;
-    const run = count()
-      .then(({ total, version: countedAt }) => {
-        if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
-        this.cache.set(`${key}@${countedAt}`, total);
-        return total;
-      })
-      .finally(() => this.pending.delete(at));
-    this.pending.set(at, run);
-    return run;
+    return this.totals.load(`${key}@${version}`, async () => {
+      const { total, version: countedAt } = await count();
+      this.totals.set(`${key}@${countedAt}`, total);
+      return total;
+    });
   }
 }
