@@ -13,10 +13,12 @@ const API_CSP = {
 };
 
 /**
- * Swagger UI (/api/docs) loads its scripts and stylesheet from itself, has one inline <style>,
- * data: images in its CSS, and calls the API for "Try it out".
+ * A page served by this API from its own files: Swagger UI (/api/docs) and the queue board
+ * (/queues). Each loads its scripts and stylesheet from itself, has inline styles (and the board a
+ * JSON <script> block: data, not executed), data: images and fonts in its CSS, and calls the API.
+ * Set per route (`config.helmet`) in place of the API's deny-all policy.
  */
-const DOCS_CSP = {
+export const OWN_PAGE_CSP = {
   useDefaults: false,
   directives: {
     defaultSrc: ["'self'"],
@@ -70,7 +72,7 @@ export function registerSecurityHeaders(fastify: FastifyInstance, options: { htt
   fastify.addHook('onRoute', (route: RouteOptions) => {
     const urls = Array.isArray(route.url) ? route.url : [route.url];
     if (urls.some(isDocsRoute)) {
-      route.config = { ...(route.config ?? {}), helmet: { contentSecurityPolicy: DOCS_CSP } } as never;
+      route.config = { ...(route.config ?? {}), helmet: { contentSecurityPolicy: OWN_PAGE_CSP } } as never;
     }
   });
   registerHelmet(fastify, {
