@@ -19,6 +19,7 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync }
 import * as net from 'net';
 import * as path from 'path';
 import { sendWithStorescu, writeStudy } from '../../test/support/dicom';
+import { fetchJson } from '../../test/support/http';
 import { renderNginxConfig } from '../../test/support/nginx';
 import { delay, getFreePort, terminate } from '../../test/support/orthanc';
 
@@ -194,28 +195,7 @@ async function startNginx(s: Secrets, port: number, apiPort: number, orthancPort
 }
 
 /** JSON over HTTP through the proxy, as a browser would reach the API. */
-async function api(
-  base: string,
-  method: string,
-  url: string,
-  token?: string,
-  body?: unknown,
-): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await response.text();
-  try {
-    return { status: response.status, body: JSON.parse(text) };
-  } catch {
-    return { status: response.status, body: text };
-  }
-}
+const api = fetchJson;
 
 function expectStatus(what: string, res: { status: number; body: unknown }, ...ok: number[]): any {
   if (!ok.includes(res.status)) throw new Error(`${what}: HTTP ${res.status} ${JSON.stringify(res.body)}`);

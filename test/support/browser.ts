@@ -2,9 +2,29 @@
  * The headless browser of the system tests: Debian's chromium driven by playwright-core (no browser
  * download), and what the tests read from OHIF's page.
  */
+import { existsSync, promises as fs } from 'fs';
+import * as path from 'path';
 import { Page } from 'playwright-core';
 import sharp from 'sharp';
 import { delay } from './orthanc';
+import { ROOT } from './processes';
+
+/** Where the browser tests leave their screenshots (git-ignored). */
+export const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+/** The README's pictures. */
+const DOCS = path.join(ROOT, 'docs');
+
+/**
+ * Copies the screenshot `test-artifacts/<name>` to `docs/<name>`, the README's picture: on request
+ * only (`UPDATE_SCREENSHOTS=1`) or when it is missing, so that test runs leave the tree clean.
+ */
+export async function refreshReadmePicture(name: string): Promise<void> {
+  const picture = path.join(DOCS, name);
+  if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(picture)) {
+    await fs.mkdir(DOCS, { recursive: true });
+    await fs.copyFile(path.join(ARTIFACTS, name), picture);
+  }
+}
 
 export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [

@@ -5,14 +5,15 @@
  */
 import { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { existsSync } from 'fs';
+import { existsSync, promises as fs } from 'fs';
 import { AddressInfo } from 'net';
+import * as os from 'os';
 import * as path from 'path';
 import { Browser, chromium } from 'playwright-core';
 import { WorkerModule } from '../../src/app.module';
 import { APP_CONFIG } from '../../src/config/config.module';
 import { createTestApp, TestApp } from './app';
-import { CHROMIUM, CHROMIUM_ARGS } from './browser';
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS } from './browser';
 import { NginxInstance, startNginx, VIEWER_ROOT } from './nginx';
 import { getFreePort, OrthancInstance, startOrthanc } from './orthanc';
 
@@ -21,10 +22,15 @@ export interface BrowserStack {
   orthanc: OrthancInstance;
   nginx: NginxInstance;
   browser: Browser;
+  /** A fresh temporary folder for the run's files (generated studies), removed by `close`. */
+  workDir: string;
   close(): Promise<void>;
 }
 
-/** `name` keeps the run's Redis prefix apart from other test files'. */
+/**
+ * `name` keeps the run's Redis prefix apart from other test files' and names its temporary folder;
+ * test-artifacts/ (the screenshots) is created too.
+ */
 export async function startBrowserStack(name: string): Promise<BrowserStack> {
   if (!existsSync(path.join(VIEWER_ROOT, 'index.html'))) {
     throw new Error(`the OHIF viewer is not installed in ${VIEWER_ROOT}: run \`node viewer/install.js\``);
@@ -64,17 +70,21 @@ export async function startBrowserStack(name: string): Promise<BrowserStack> {
     orthancPassword: orthanc.password,
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `pacs-${name}-`));
+  await fs.mkdir(ARTIFACTS, { recursive: true });
   return {
     t,
     orthanc,
     nginx,
     browser,
+    workDir,
     close: async () => {
       await browser.close();
       await nginx.stop();
       await worker.close();
       await t.close();
       await orthanc.destroy();
+      await fs.rm(workDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,25 +5,21 @@
  * over DICOMweb, each request checked by the API's validator. Another tenant's study and an expired
  * token show no image, and nginx logs the 403 / 401.
  */
-import { existsSync, promises as fs } from 'fs';
-import * as os from 'os';
+import { promises as fs } from 'fs';
 import * as path from 'path';
 import { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { viewerTokenKey } from '../../src/viewer/viewer.service';
 import { TestApp } from '../support/app';
-import { skipTour, viewportImage, waitFor } from '../support/browser';
+import { ARTIFACTS, refreshReadmePicture, skipTour, viewportImage, waitFor } from '../support/browser';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
 import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
+import { fetchJson } from '../support/http';
 import { NginxInstance } from '../support/nginx';
 import { delay, OrthancInstance } from '../support/orthanc';
-import { ROOT } from '../support/processes';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);
-
-const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-const README_SCREENSHOT = path.join(ROOT, 'docs', 'viewer.png');
 
 interface Site {
   aet: string;
@@ -44,24 +40,7 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   let theirs: Site;
 
   /** Through nginx, as the browser's page would. */
-  const api = async (method: string, url: string, token?: string, body?: unknown) => {
-    const response = await fetch(`${nginx.url}${url}`, {
-      method,
-      headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(body ? { 'content-type': 'application/json' } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await response.text();
-    let json: any = text;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { status: response.status, body: json };
-  };
+  const api = (method: string, url: string, token?: string, body?: unknown) => fetchJson(nginx.url, method, url, token, body);
 
   async function site(name: string, superToken: string): Promise<Site> {
     const tenant = await createTenant(t.db, { name: `Clinic ${name} ${Date.now()}` });
@@ -130,11 +109,8 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   }
 
   beforeAll(async () => {
-    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-browser-'));
-    await fs.mkdir(ARTIFACTS, { recursive: true });
-
     stack = await startBrowserStack('browser');
-    ({ t, orthanc, nginx, browser } = stack);
+    ({ t, orthanc, nginx, browser, workDir } = stack);
 
     const superAdmin = await createSuperAdminUser(t.db, t.http);
     [ours, theirs] = [await site('OURS', superAdmin.token), await site('THEIRS', superAdmin.token)];
@@ -145,7 +121,6 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
   afterAll(async () => {
     await stack?.close();
-    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   });
 
   it('shows the study sent by the device: the viewport holds the generated image', async () => {
@@ -216,11 +191,7 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       expect(logged.length).toBe(ofStudy.filter((r) => new URL(r.url).pathname.includes(uid)).length);
       expect(logged.every((line) => / 200 /.test(line))).toBe(true);
 
-      // The README's picture is refreshed on request only, so that test runs leave the tree clean.
-      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(README_SCREENSHOT)) {
-        await fs.mkdir(path.dirname(README_SCREENSHOT), { recursive: true });
-        await fs.copyFile(path.join(ARTIFACTS, 'viewer.png'), README_SCREENSHOT);
-      }
+      await refreshReadmePicture('viewer.png');
     } finally {
       await page.close();
     }
@@ -302,9 +273,7 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
         await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 20_000 });
       }
       await page.screenshot({ path: path.join(ARTIFACTS, 'queues.png') });
-      const docsCopy = path.join(path.dirname(README_SCREENSHOT), 'queues.png');
-      if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(docsCopy))
-        await fs.copyFile(path.join(ARTIFACTS, 'queues.png'), docsCopy);
+      await refreshReadmePicture('queues.png');
       // Only the board's third-party web font is refused (the page falls back to a system font).
       expect(blocked.filter((message) => !message.includes('https://fonts.googleapis.com/'))).toEqual([]);
     } finally {

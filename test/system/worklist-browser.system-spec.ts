@@ -7,23 +7,17 @@
  * Opening a study with the session (its WADO-RS requests) needs the validator to accept the session
  * (decisions.md section 3b, "Validation with a session"): those expectations follow that contract.
  */
-import { existsSync, promises as fs } from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { Browser, BrowserContext, Page } from 'playwright-core';
 import { TestApp } from '../support/app';
-import { skipTour, viewportImage, waitFor } from '../support/browser';
+import { ARTIFACTS, refreshReadmePicture, skipTour, viewportImage, waitFor } from '../support/browser';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
 import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD, UserRow } from '../support/factories';
 import { NginxInstance } from '../support/nginx';
 import { delay } from '../support/orthanc';
-import { ROOT } from '../support/processes';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);
-
-const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-const README_SCREENSHOT = path.join(ROOT, 'docs', 'worklist.png');
 
 interface Sent {
   study: WrittenStudy;
@@ -101,10 +95,8 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
   const searches = () => dicomWeb.filter((r) => /\/dicom-web\/studies\?/.test(r.url) && !/StudyInstanceUID=/.test(r.url));
 
   beforeAll(async () => {
-    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-worklist-'));
-    await fs.mkdir(ARTIFACTS, { recursive: true });
     stack = await startBrowserStack('worklist');
-    ({ t, nginx, browser } = stack);
+    ({ t, nginx, browser, workDir } = stack);
 
     const superToken = (await createSuperAdminUser(t.db, t.http)).token;
     const tenant = await createTenant(t.db, { name: `Clinic worklist ${Date.now()}` });
@@ -137,7 +129,6 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
   afterAll(async () => {
     await context?.close();
     await stack?.close();
-    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   });
 
   it('sends a visitor without a session from / to the sign-in page', async () => {
@@ -170,10 +161,7 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
 
     await page.waitForTimeout(500);
     await page.screenshot({ path: path.join(ARTIFACTS, 'worklist.png') });
-    // The README's picture is refreshed on request only, so that test runs leave the tree clean.
-    if (process.env.UPDATE_SCREENSHOTS === '1' || !existsSync(README_SCREENSHOT)) {
-      await fs.copyFile(path.join(ARTIFACTS, 'worklist.png'), README_SCREENSHOT);
-    }
+    await refreshReadmePicture('worklist.png');
   });
 
   it('narrows the list with a name search (a fragment, in lower case)', async () => {
