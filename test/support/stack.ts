@@ -4,7 +4,7 @@
  * reaches the API, the shipped nginx with the viewer, and Debian's chromium.
  */
 import { INestApplicationContext } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, TestingModule } from '@nestjs/testing';
 import { existsSync, promises as fs } from 'fs';
 import { AddressInfo } from 'net';
 import * as os from 'os';
@@ -12,6 +12,8 @@ import * as path from 'path';
 import { Browser, chromium } from 'playwright-core';
 import { WorkerModule } from '../../src/app.module';
 import { APP_CONFIG } from '../../src/config/config.module';
+import { AppConfig } from '../../src/config/environment';
+import { nestLogLevels } from '../../src/config/log-levels';
 import { createTestApp, TestApp } from './app';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS } from './browser';
 import { NginxInstance, startNginx, VIEWER_ROOT } from './nginx';
@@ -87,4 +89,50 @@ export async function startBrowserStack(name: string): Promise<BrowserStack> {
       await fs.rm(workDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A real Orthanc whose webhook reaches the API (signed with the environment's WEBHOOK_SECRET), and
+ * the API listening on a free loopback port (`apiUrl`); `env` adds to the test app's environment
+ * (its queue prefix, the reconciler's interval, ...). The ingestion system tests' stack, without
+ * the worker: each starts as many as it needs with `startWorkerModule`.
+ */
+export async function startOrthancAndApi(options: {
+  stableAge: number;
+  env: Record<string, string>;
+}): Promise<{ t: TestApp; orthanc: OrthancInstance; apiUrl: string }> {
+  const apiPort = await getFreePort();
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const orthanc = await startOrthanc({
+    stableAge: options.stableAge,
+    webhookUrl: `${apiUrl}/api/imgsrv/webhook`,
+    webhookSecret: process.env.WEBHOOK_SECRET,
+  });
+  let t: TestApp | undefined;
+  try {
+    t = await createTestApp({
+      IMGSRV_URL: orthanc.url,
+      IMGSRV_USERNAME: orthanc.username,
+      IMGSRV_PASSWORD: orthanc.password,
+      ...options.env,
+    });
+    await t.app.listen(apiPort, '127.0.0.1');
+    return { t, orthanc, apiUrl };
+  } catch (error) {
+    // The caller never sees what was started: stopped here.
+    await t?.close().catch(() => undefined);
+    await orthanc.destroy();
+    throw error;
+  }
+}
+
+/** The worker process's module in this process, on `config`, logging at its levels; started. */
+export async function startWorkerModule(config: AppConfig): Promise<TestingModule> {
+  const moduleRef = await Test.createTestingModule({ imports: [WorkerModule] })
+    .overrideProvider(APP_CONFIG)
+    .useValue(config)
+    .compile();
+  moduleRef.useLogger(nestLogLevels(config));
+  await moduleRef.init();
+  return moduleRef;
 }

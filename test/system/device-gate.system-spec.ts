@@ -6,7 +6,7 @@
  * metadata, on the job results and on the API's /metrics.
  */
 import { getQueueToken } from '@nestjs/bull';
-import { Test, TestingModule } from '@nestjs/testing';
+import { TestingModule } from '@nestjs/testing';
 import type { Queue } from 'bull';
 import { execFile } from 'child_process';
 import { createHash, randomBytes } from 'crypto';
@@ -14,14 +14,12 @@ import { promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { DataSource } from 'typeorm';
-import { WorkerModule } from '../../src/app.module';
 import { RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
-import { APP_CONFIG } from '../../src/config/config.module';
-import { nestLogLevels } from '../../src/config/log-levels';
-import { createTestApp, TestApp } from '../support/app';
+import { TestApp } from '../support/app';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
 import { createTenant, createUnit } from '../support/factories';
-import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../support/orthanc';
+import { basicAuth, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../support/orthanc';
+import { startOrthancAndApi, startWorkerModule } from '../support/stack';
 
 jest.setTimeout(120_000);
 
@@ -141,28 +139,12 @@ describe('Device gate: a device is its AE title and its address', () => {
 
   beforeAll(async () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-device-gate-'));
-    const apiPort = await getFreePort();
-    orthanc = await startOrthanc({
+    ({ t, orthanc } = await startOrthancAndApi({
       stableAge: 1,
-      webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
-      webhookSecret: process.env.WEBHOOK_SECRET,
-    });
-    t = await createTestApp({
-      IMGSRV_URL: orthanc.url,
-      IMGSRV_USERNAME: orthanc.username,
-      IMGSRV_PASSWORD: orthanc.password,
-      RECONCILE_INTERVAL: '1',
-      METRICS_TOKEN,
-      QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:device-gate`,
-    });
+      env: { RECONCILE_INTERVAL: '1', METRICS_TOKEN, QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:device-gate` },
+    }));
     db = t.db;
-    await t.app.listen(apiPort, '127.0.0.1');
-    worker = await Test.createTestingModule({ imports: [WorkerModule] })
-      .overrideProvider(APP_CONFIG)
-      .useValue(t.config)
-      .compile();
-    worker.useLogger(nestLogLevels(t.config));
-    await worker.init();
+    worker = await startWorkerModule(t.config);
 
     [{ id: quarantineTenant }] = await db.query(`SELECT id FROM tenants WHERE slug = 'quarantine'`);
     const register = async (aet: string, ipAddress: string) => {

@@ -15,17 +15,16 @@ import * as os from 'os';
 import * as path from 'path';
 import sharp from 'sharp';
 import { DataSource } from 'typeorm';
-import { WorkerModule } from '../../src/app.module';
 import { INDEX_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { APP_CONFIG } from '../../src/config/config.module';
 import { AppConfig } from '../../src/config/environment';
-import { nestLogLevels } from '../../src/config/log-levels';
 import { ArchiveImportModule } from '../../src/cli/archive-import';
 import { ArchiveImportService } from '../../src/ingestion/archive-import.service';
-import { createTestApp, TestApp } from '../support/app';
+import { TestApp } from '../support/app';
 import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../support/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';
-import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor } from '../support/orthanc';
+import { basicAuth, OrthancInstance, waitFor } from '../support/orthanc';
+import { startOrthancAndApi, startWorkerModule } from '../support/stack';
 
 jest.setTimeout(90_000);
 
@@ -48,12 +47,7 @@ describe('Ingestion against a real Orthanc', () => {
   let userToken: string;
 
   async function startWorker(): Promise<TestingModule> {
-    const moduleRef = await Test.createTestingModule({ imports: [WorkerModule] })
-      .overrideProvider(APP_CONFIG)
-      .useValue(config)
-      .compile();
-    moduleRef.useLogger(nestLogLevels(config));
-    await moduleRef.init();
+    const moduleRef = await startWorkerModule(config);
     workers.push(moduleRef);
     return moduleRef;
   }
@@ -142,25 +136,17 @@ describe('Ingestion against a real Orthanc', () => {
 
   beforeAll(async () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-ingest-'));
-    const apiPort = await getFreePort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    orthanc = await startOrthanc({
+    ({ t, orthanc, apiUrl } = await startOrthancAndApi({
       stableAge: 2,
-      webhookUrl: `${apiUrl}/api/imgsrv/webhook`,
-      webhookSecret: process.env.WEBHOOK_SECRET,
-    });
-    t = await createTestApp({
-      IMGSRV_URL: orthanc.url,
-      IMGSRV_USERNAME: orthanc.username,
-      IMGSRV_PASSWORD: orthanc.password,
-      RECONCILE_INTERVAL: '1',
-      WORKER_CONCURRENCY: '2',
-      // Queues of its own: no other test file's worker takes these jobs.
-      QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:ingest`,
-    });
+      env: {
+        RECONCILE_INTERVAL: '1',
+        WORKER_CONCURRENCY: '2',
+        // Queues of its own: no other test file's worker takes these jobs.
+        QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:ingest`,
+      },
+    }));
     config = t.config;
     db = t.db;
-    await t.app.listen(apiPort, '127.0.0.1');
     // Two workers, as two processes would be: jobs of one study must never collide.
     await startWorker();
     await startWorker();
