@@ -4,3 +4,4 @@ export { TenantsRepository } from './tenants.repository';
 export { UnitsRepository } from './units.repository';
 export { UnitsService } from './units.service';
 export * from './units.dto';
+export { SlugField, timestampsOf } from './clinic-fields';

@@ -1,7 +1,8 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IfPresentAndNotNull, StringRules, TrimmedString, UuidField } from '../common/validation/fields';
+import { ApiProperty } from '@nestjs/swagger';
+import { TrimmedString, UuidField } from '../common/validation/fields';
 import type { Unit } from '../database/entities';
 import { PaginatedDto } from '../common/responses';
+import { SlugField, timestampsOf } from './clinic-fields';
 
 export class CreateUnitDto {
   @ApiProperty({ format: 'uuid' })
@@ -12,14 +13,7 @@ export class CreateUnitDto {
   @TrimmedString('name', { max: 255 })
   name: string;
 
-  @ApiPropertyOptional({
-    maxLength: 255,
-    nullable: true,
-    type: String,
-    description: 'Globally unique; normalised to a lowercase hyphenated slug. Absent or null: no slug.',
-  })
-  @IfPresentAndNotNull()
-  @StringRules('slug', { max: 255 })
+  @SlugField('Globally unique; normalised to a lowercase hyphenated slug. Absent or null: no slug.')
   slug?: string | null;
 }
 
@@ -42,7 +36,6 @@ export function toUnitDto(unit: Unit): UnitDto {
     name: unit.name,
     slug: unit.slug,
     is_active: unit.is_active,
-    created_at: unit.created_at.toISOString(),
-    updated_at: unit.updated_at.toISOString(),
+    ...timestampsOf(unit),
   };
 }

@@ -1,23 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsDefined } from 'class-validator';
-import { IfPresentAndNotNull, OptionalBoolean, StringRules, TrimmedString } from '../../common/validation/fields';
+import { OptionalBoolean, TrimmedString } from '../../common/validation/fields';
 import type { Tenant } from '../../database/entities';
 import { PaginatedDto } from '../../common/responses';
+import { SlugField, timestampsOf } from '../../clinics';
 
 export class CreateTenantDto {
   @ApiProperty({ maxLength: 255, example: 'Clínica São Paulo' })
   @TrimmedString('name', { max: 255 })
   name: string;
 
-  @ApiPropertyOptional({
-    maxLength: 255,
-    nullable: true,
-    type: String,
-    description: 'Normalised to a lowercase hyphenated slug; derived from the name when absent or null.',
-    example: 'clinica-sao-paulo',
-  })
-  @IfPresentAndNotNull()
-  @StringRules('slug', { max: 255 })
+  @SlugField('Normalised to a lowercase hyphenated slug; derived from the name when absent or null.', 'clinica-sao-paulo')
   slug?: string | null;
 
   @ApiPropertyOptional({ default: true })
@@ -52,7 +45,6 @@ export function toTenantDto(tenant: Tenant): TenantDto {
     slug: tenant.slug,
     is_active: tenant.is_active,
     logo: tenant.logo,
-    created_at: tenant.created_at.toISOString(),
-    updated_at: tenant.updated_at.toISOString(),
+    ...timestampsOf(tenant),
   };
 }
