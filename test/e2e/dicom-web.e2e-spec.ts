@@ -162,28 +162,33 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
   });
 
   describe('scope, as GET /api/studies', () => {
-    it("gives a regular user their unit's studies only, newest first", async () => {
-      expect(uids(await search(clinic.token1, ours()))).toEqual([a1, a2, a3].map((s) => s.study_instance_uid));
-      expect(uids(await search(clinic.token2, ours()))).toEqual([b1.study_instance_uid]);
-      expect(uids(await search(otherUserToken, ours()))).toEqual([c1.study_instance_uid]);
-    });
-
-    it("gives a tenant admin the clinic's studies and a super admin every clinic's", async () => {
-      expect(uids(await search(clinic.adminToken, ours()))).toEqual([a1, b1, a2, a3].map((s) => s.study_instance_uid));
-      expect(uids(await search(other.adminToken, ours()))).toEqual([c1.study_instance_uid]);
-      expect(uids(await search(superToken, ours()))).toEqual([c1, a1, b1, a2, a3].map((s) => s.study_instance_uid));
-    });
-
-    it("keeps another unit's or clinic's study absent even when asked for by UID", async () => {
-      const query = `StudyInstanceUID=${[a1, b1, c1].map((s) => s.study_instance_uid).join(',')}`;
-      expect(uids(await search(clinic.token1, query))).toEqual([a1.study_instance_uid]);
-      expect(uids(await search(clinic.token2, query))).toEqual([b1.study_instance_uid]);
-      expect(uids(await search(other.adminToken, query))).toEqual([c1.study_instance_uid]);
-    });
-
-    it("answers the viewer's 'other studies of this patient' (exact PatientID) within the scope", async () => {
-      expect(uids(await search(clinic.token1, `00100020=${T}-P1`))).toEqual([a1, a3].map((s) => s.study_instance_uid));
-      expect(uids(await search(clinic.adminToken, `PatientID=${T}-P1`))).toEqual([a1, b1, a3].map((s) => s.study_instance_uid));
+    const byUid = () => `StudyInstanceUID=${[a1, b1, c1].map((s) => s.study_instance_uid).join(',')}`;
+    /** [what is asked, the caller's token, the query, the studies answered in order] */
+    const cases: Array<[string, () => string, () => string, () => StudyRow[]]> = [
+      ["a regular user gets their unit's studies only, newest first", () => clinic.token1, ours, () => [a1, a2, a3]],
+      ["a regular user of the clinic's other unit gets that unit's only", () => clinic.token2, ours, () => [b1]],
+      ["a regular user of another clinic gets that clinic's only", () => otherUserToken, ours, () => [c1]],
+      ["a tenant admin gets the clinic's studies", () => clinic.adminToken, ours, () => [a1, b1, a2, a3]],
+      ["another clinic's tenant admin gets that clinic's only", () => other.adminToken, ours, () => [c1]],
+      ["a super admin gets every clinic's", () => superToken, ours, () => [c1, a1, b1, a2, a3]],
+      ["another unit's or clinic's study stays absent when asked for by UID (unit 1)", () => clinic.token1, byUid, () => [a1]],
+      ["another unit's or clinic's study stays absent when asked for by UID (unit 2)", () => clinic.token2, byUid, () => [b1]],
+      ["another clinic's study stays absent when asked for by UID (other clinic)", () => other.adminToken, byUid, () => [c1]],
+      [
+        "the viewer's 'other studies of this patient' (exact PatientID, as a tag), a regular user",
+        () => clinic.token1,
+        () => `00100020=${T}-P1`,
+        () => [a1, a3],
+      ],
+      [
+        "the viewer's 'other studies of this patient' (exact PatientID), a tenant admin",
+        () => clinic.adminToken,
+        () => `PatientID=${T}-P1`,
+        () => [a1, b1, a3],
+      ],
+    ];
+    it.each(cases)('%s', async (_name, caller, query, expected) => {
+      expect(uids(await search(caller(), query()))).toEqual(expected().map((s) => s.study_instance_uid));
     });
   });
 
