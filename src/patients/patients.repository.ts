@@ -7,6 +7,7 @@ import {
   ListSpec,
   listPageSql,
   listScopeSql,
+  listSearchCountSql,
   listSearchSql,
   ListTotals,
   PreparedQueries,
@@ -23,7 +24,7 @@ const unitPatients = (studiesInUnit: string) =>
  * The patients list. A patient belongs to a tenant only: a unit-scoped caller sees it only when one
  * of its studies is in that unit (an EXISTS on studies_unit_patient_idx).
  */
-const PATIENTS_LIST: ListSpec = {
+export const PATIENTS_LIST: ListSpec = {
   from: 'patients p',
   id: 'p.id',
   columns: [
@@ -42,6 +43,7 @@ const PATIENTS_LIST: ListSpec = {
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
+  pieceCounts: { table: 'patient_piece_counts', count: 'patients', perUnit: false },
 };
 
 type ListRow = Patient & { _total: string | null };
@@ -121,8 +123,11 @@ export class PatientsRepository {
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, search, q, meta.indexed ? 'index' : 'walk');
+      const count = search
+        ? listSearchCountSql(PATIENTS_LIST, scope, search, where, q)
+        : `(SELECT count(*) FROM patients p WHERE ${where})`;
       const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT count(*) AS total, ${this.totals.patients(scope, q).version} AS version FROM patients p WHERE ${where}`,
+        `SELECT ${count} AS total, ${this.totals.patients(scope, q).version} AS version`,
         q.values,
       );
       return { total: Number(row.total), version: row.version };

@@ -7,6 +7,7 @@ import {
   ListSpec,
   listPageSql,
   listScopeSql,
+  listSearchCountSql,
   listSearchSql,
   ListTotals,
   PreparedQueries,
@@ -74,6 +75,7 @@ export const STUDIES_LIST: ListSpec = {
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
+  pieceCounts: { table: 'study_piece_counts', count: 'studies', perUnit: true },
 };
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
@@ -216,8 +218,13 @@ export class StudiesRepository {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, filter, q, indexed ? 'index' : 'walk');
+      // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
+      const count =
+        filter.patientUuid || filter.excludeId
+          ? `(SELECT count(*) FROM studies s WHERE ${where})`
+          : listSearchCountSql(STUDIES_LIST, scope, filter.search as string, where, q);
       const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT count(*) AS total, ${this.totals.studies(scope, q).version} AS version FROM studies s WHERE ${where}`,
+        `SELECT ${count} AS total, ${this.totals.studies(scope, q).version} AS version`,
         q.values,
       );
       return { total: Number(row.total), version: row.version };

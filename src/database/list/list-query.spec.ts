@@ -1,4 +1,4 @@
-import { ListSpec, listPageSql, listScopeSql, listSearchSql, searchPlan } from './list-query';
+import { ListSpec, listPageSql, listScopeSql, listSearchCountSql, listSearchSql, searchPlan } from './list-query';
 import { SqlParams } from './sql-params';
 
 const SPEC: ListSpec = {
@@ -10,6 +10,7 @@ const SPEC: ListSpec = {
   scope: { tenant: 't.tenant_id' },
   unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
   searchText: 't.search_text',
+  pieceCounts: { table: 'thing_piece_counts', count: 'things', perUnit: false },
 };
 
 describe('searchPlan', () => {
@@ -69,5 +70,23 @@ describe('list SQL', () => {
       "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
     );
     expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
+  });
+});
+
+describe('listSearchCountSql', () => {
+  it('reads the piece counts of the scope for a one-piece fragment, else counts the conditions', () => {
+    const p = new SqlParams();
+    const sql = listSearchCountSql(SPEC, { kind: 'tenant', tenantId: 't1' }, 'rigue', 'TRUE', p);
+    expect(sql).toContain('CASE WHEN search_piece($1) IS NOT NULL');
+    expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2');
+    expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE TRUE)');
+    expect(p.values).toEqual(['rigue', 't1']);
+  });
+
+  it('counts the conditions when the piece counts cannot express the scope (a unit, per-tenant counts)', () => {
+    const p = new SqlParams();
+    const sql = listSearchCountSql(SPEC, { kind: 'unit', tenantId: 't1', unitId: 'u1' }, 'rigue', 'x', p);
+    expect(sql).toBe('(SELECT count(*) FROM things t WHERE x)');
+    expect(p.values).toEqual([]);
   });
 });

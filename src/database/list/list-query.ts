@@ -29,6 +29,12 @@ export interface ListSpec {
    * migration), e.g. `s.search_text`; its index terms are `search_lexemes(<it>)`.
    */
   searchText: string;
+  /**
+   * The table of exact match counts per search piece (SearchPieceCounts migration), its count
+   * column and whether its rows are per unit: `{ table: 'study_piece_counts', count: 'studies',
+   * perUnit: true }`. A scope its rows cannot express (a unit's patients) counts through the index.
+   */
+  pieceCounts: { table: string; count: string; perUnit: boolean };
 }
 
 /**
@@ -68,6 +74,26 @@ export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, plan
 /** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */
 export function searchIndexedSql(search: string, p: SqlParams): string {
   return `(search_query(${p.add(search)}) IS NOT NULL)`;
+}
+
+/**
+ * The exact number of the scope's rows matching a search, as a scalar SQL expression; `where` is
+ * the list conditions with the fragment (listSearchSql, plan `index` when indexed).
+ * A fragment that is one piece (search_piece: 3+ letters or digits without a break, 5+ only without
+ * a digit) matches a row exactly when it is a substring of one of its words, so its count is the sum
+ * of the scope's rows of that piece in the piece counts: an index-only read of one row per unit (or
+ * tenant), where counting through the search index visits a heap block per match. Anything else
+ * is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run when read).
+ */
+export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, where: string, p: SqlParams): string {
+  const counted = `(SELECT count(*) FROM ${spec.from} WHERE ${where})`;
+  const { table, count, perUnit } = spec.pieceCounts;
+  if (scope.kind === 'unit' && !perUnit) return counted;
+  const piece = p.add(search);
+  const rows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id', unit: perUnit ? 'c.unit_id' : undefined }));
+  return `(CASE WHEN search_piece(${piece}) IS NOT NULL
+     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${table} c WHERE c.piece = search_piece(${piece}) AND ${rows})
+     ELSE ${counted} END)`;
 }
 
 /**

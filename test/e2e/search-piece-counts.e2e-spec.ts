@@ -1,0 +1,307 @@
+/**
+ * The search totals of one-piece fragments come from study_piece_counts / patient_piece_counts
+ * (migration SearchPieceCounts), kept by statement triggers. These tests check, on random names
+ * (accents, case, repeated words, a piece twice in one name, digits), that:
+ * - the kept rows always equal a recount from scratch, after inserts, renames, moves between units
+ *   and tenants, multi-row statements, deletes, TRUNCATE and rebuild_list_counts();
+ * - the total the list code computes (listSearchCountSql) equals `count(*) ... LIKE` for random
+ *   fragments, one-piece or not, in every kind of scope; and the API reports the same.
+ */
+import { DataSource } from 'typeorm';
+import { DataScope } from '../../src/common/auth/data-scope';
+import { likePattern } from '../../src/common/pagination';
+import { ListSpec, listSearchCountSql, listSearchSql, SqlParams } from '../../src/database/list';
+import { PATIENTS_LIST } from '../../src/patients/patients.repository';
+import { STUDIES_LIST } from '../../src/studies/studies.repository';
+import { Prng } from '../fuzz/support/prng';
+import { createTestApp, TestApp } from '../support/app';
+import { createPatient, createStudy, PatientRow } from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser } from '../support/factories';
+
+jest.setTimeout(120_000);
+
+const WORDS = [
+  'JOÃO',
+  'Joao',
+  'maria',
+  'MARÍA',
+  'rodrigues',
+  'Rodríguez',
+  'rigue',
+  'da',
+  'silva',
+  'SILVA',
+  'ana',
+  'Ananias',
+  'conceição',
+  'São',
+  'sao',
+  'ção',
+  'Gonçalves',
+  "D'Ávila",
+  'van-der-berg',
+  'ÆLFRED',
+  'Straße',
+  'x',
+];
+
+describe('search piece counts stay exact', () => {
+  let t: TestApp;
+  let db: DataSource;
+  let clinic: Awaited<ReturnType<typeof createClinic>>;
+  let other: Awaited<ReturnType<typeof createClinic>>;
+  let superToken: string;
+  const seed = Number(process.env.SEARCH_SEED ?? Date.now() % 1_000_000);
+  const prng = new Prng(seed);
+  const random = () => prng.next();
+  const pick = <T>(list: T[]) => prng.pick(list);
+  const digits = (n: number) => Array.from({ length: n }, () => String(Math.floor(random() * 3))).join('');
+
+  const randomName = () => {
+    const words = Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(WORDS));
+    if (random() < 0.2) words.push(words[0]); // a word twice
+    return words.join(pick([' ', '^', ' ', '  ']));
+  };
+  const randomFields = () => ({
+    patient_name: randomName(),
+    patient_id: random() < 0.5 ? digits(3 + Math.floor(random() * 6)) : `P${digits(4)}-${pick(WORDS)}`,
+    accession_number: random() < 0.2 ? null : `${digits(2)}${pick(['', 'A', '.'])}${digits(5)}`,
+  });
+
+  /** Rows of the piece tables that differ from a recount from scratch (both tables). */
+  const drift = async (runner: { query: DataSource['query'] } = db) => {
+    const [row] = await runner.query(`
+      SELECT (SELECT count(*) FROM (
+                (SELECT piece, tenant_id, unit_id, studies::bigint FROM study_piece_counts WHERE studies <> 0
+                 EXCEPT ALL
+                 SELECT x.piece, s.tenant_id, s.unit_id, count(*) FROM studies s, unnest(search_pieces(s.search_text)) x(piece) GROUP BY 1, 2, 3)
+                UNION ALL
+                (SELECT x.piece, s.tenant_id, s.unit_id, count(*) FROM studies s, unnest(search_pieces(s.search_text)) x(piece) GROUP BY 1, 2, 3
+                 EXCEPT ALL
+                 SELECT piece, tenant_id, unit_id, studies::bigint FROM study_piece_counts WHERE studies <> 0)) d) AS studies,
+             (SELECT count(*) FROM (
+                (SELECT piece, tenant_id, patients::bigint FROM patient_piece_counts WHERE patients <> 0
+                 EXCEPT ALL
+                 SELECT x.piece, p.tenant_id, count(*) FROM patients p, unnest(search_pieces(p.search_text)) x(piece) GROUP BY 1, 2)
+                UNION ALL
+                (SELECT x.piece, p.tenant_id, count(*) FROM patients p, unnest(search_pieces(p.search_text)) x(piece) GROUP BY 1, 2
+                 EXCEPT ALL
+                 SELECT piece, tenant_id, patients::bigint FROM patient_piece_counts WHERE patients <> 0)) d) AS patients`);
+    return { studies: Number(row.studies), patients: Number(row.patients) };
+  };
+
+  /** A total as the list code computes it, and count(*) ... LIKE, for a scope. */
+  const totals = async (spec: ListSpec, table: string, scope: DataScope, fragment: string) => {
+    const p = new SqlParams();
+    const alias = spec.from.split(' ')[1];
+    const scopeSql =
+      scope.kind === 'all'
+        ? 'TRUE'
+        : `${alias}.tenant_id = ${p.add(scope.kind === 'none' ? null : scope.tenantId)}` +
+          (scope.kind === 'unit' && spec.scope.unit ? ` AND ${alias}.unit_id = ${p.add(scope.unitId)}` : '');
+    // As the repositories count: through the search index when it can serve the fragment.
+    const [{ indexed }] = await db.query(`SELECT search_query($1) IS NOT NULL AS indexed`, [fragment]);
+    const where = `${scopeSql} AND ${listSearchSql(spec, fragment, p, indexed ? 'index' : 'walk')}`;
+    const counted = listSearchCountSql(spec, scope, fragment, where, p);
+    const like = p.add(likePattern(fragment));
+    const [row] = await db.query(
+      `SELECT ${counted} AS counted,
+              (SELECT count(*) FROM ${table} ${alias} WHERE ${scopeSql} AND ${alias}.search_text LIKE search_fold(${like})) AS liked,
+              search_piece(${p.add(fragment)}) IS NOT NULL AS piece`,
+      p.values,
+    );
+    return { counted: Number(row.counted), liked: Number(row.liked), piece: row.piece as boolean };
+  };
+
+  const fragmentsOf = (texts: string[], n: number) => {
+    const out = new Set<string>([
+      'rigue',
+      'ção',
+      'cao',
+      'SAO',
+      'ana',
+      'aa',
+      '000',
+      '0000',
+      '00000',
+      "d'av",
+      '%',
+      '_a',
+      'a\\',
+      'ss',
+    ]);
+    while (out.size < n) {
+      const text = pick(texts);
+      const start = Math.floor(random() * text.length);
+      let fragment = text.slice(start, start + 2 + Math.floor(random() * 8));
+      if (random() < 0.5) fragment = fragment.toLowerCase();
+      if (random() < 0.3) fragment = fragment.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
+      if (fragment.trim().length >= 2) out.add(fragment);
+    }
+    return [...out];
+  };
+
+  const expectTotalsExact = async (label: string) => {
+    expect({ label, seed, drift: await drift() }).toEqual({ label, seed, drift: { studies: 0, patients: 0 } });
+    const rows: Array<{ t: string }> = await db.query(
+      `SELECT patient_name || ' ' || coalesce(patient_id, '') || ' ' || coalesce(accession_number, '') AS t
+         FROM studies WHERE tenant_id = ANY($1)`,
+      [[clinic.tenant.id, other.tenant.id]],
+    );
+    const scopes: DataScope[] = [
+      { kind: 'all' },
+      { kind: 'tenant', tenantId: clinic.tenant.id },
+      { kind: 'unit', tenantId: clinic.tenant.id, unitId: clinic.unit1.id },
+      { kind: 'unit', tenantId: other.tenant.id, unitId: other.unit2.id },
+    ];
+    let pieces = 0;
+    for (const fragment of fragmentsOf(
+      rows.map((r) => r.t),
+      30,
+    )) {
+      for (const scope of scopes) {
+        for (const [spec, table] of [
+          [STUDIES_LIST, 'studies'],
+          [PATIENTS_LIST, 'patients'],
+        ] as const) {
+          const found = await totals(spec, table, scope, fragment);
+          if (found.piece) pieces++;
+          expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
+            label,
+            seed,
+            table,
+            fragment,
+            scope,
+            total: found.liked,
+          });
+        }
+      }
+    }
+    expect(pieces).toBeGreaterThan(0);
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    db = t.db;
+    clinic = await createClinic(db, t.http);
+    other = await createClinic(db, t.http);
+    superToken = (await createSuperAdminUser(db, t.http)).token;
+  });
+  afterAll(() => t.close());
+
+  it('after inserts, renames, moves, multi-row statements and deletes', async () => {
+    const units = [
+      [clinic.tenant.id, clinic.unit1.id],
+      [clinic.tenant.id, clinic.unit2.id],
+      [other.tenant.id, other.unit1.id],
+      [other.tenant.id, other.unit2.id],
+    ];
+    const patients: PatientRow[] = [];
+    for (let i = 0; i < 12; i++) {
+      const fields = randomFields();
+      const [tenantId] = pick(units);
+      patients.push(
+        await createPatient(db, tenantId, { patient_name: fields.patient_name, patient_id: `${fields.patient_id}.${i}` }),
+      );
+    }
+    const studies: Array<{ id: string }> = [];
+    for (let i = 0; i < 40; i++) {
+      const [tenant_id, unit_id] = pick(units);
+      studies.push(await createStudy(db, { tenant_id, unit_id, ...randomFields() }));
+    }
+    // One statement inserting several studies with the same pieces.
+    await db.query(
+      `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, accession_number, study_date)
+       SELECT $1, $2, 'multi-' || g || $3::text, '2.25.999' || g || $3::text, '0000' || g, 'RIGUE rodrigues ' || $4::text, NULL, '2024-01-01'
+         FROM generate_series(1, 5) g`,
+      [clinic.tenant.id, clinic.unit1.id, Date.now(), randomName()],
+    );
+    await expectTotalsExact('inserts');
+
+    for (const study of studies.slice(0, 10)) {
+      await db.query(`UPDATE studies SET patient_name = $1, patient_id = $2, accession_number = $3 WHERE id = $4`, [
+        ...Object.values(randomFields()),
+        study.id,
+      ]);
+    }
+    for (const patient of patients.slice(0, 6)) {
+      await db.query(`UPDATE patients SET patient_name = $1 WHERE id = $2`, [randomName(), patient.id]);
+    }
+    // Updates that change no search field, and one that changes a field back and forth in one statement.
+    await db.query(`UPDATE studies SET report_status = 'final' WHERE tenant_id = $1`, [clinic.tenant.id]);
+    await expectTotalsExact('renames');
+
+    for (const study of studies.slice(10, 20)) {
+      const [tenant_id, unit_id] = pick(units);
+      await db.query(`UPDATE studies SET tenant_id = $1, unit_id = $2 WHERE id = $3`, [tenant_id, unit_id, study.id]);
+    }
+    // A multi-row move and rename, and a patient moved to the other tenant.
+    await db.query(`UPDATE studies SET unit_id = $1, patient_name = patient_name || ' Silva' WHERE unit_id = $2`, [
+      clinic.unit2.id,
+      clinic.unit1.id,
+    ]);
+    await db.query(`UPDATE patients SET tenant_id = $1 WHERE id = $2`, [other.tenant.id, patients[7].id]);
+    await expectTotalsExact('moves');
+
+    await db.query(`DELETE FROM studies WHERE id = ANY($1)`, [studies.slice(20, 30).map((s) => s.id)]);
+    await db.query(`DELETE FROM patients WHERE id = ANY($1)`, [patients.slice(8, 10).map((p) => p.id)]);
+    await expectTotalsExact('deletes');
+  });
+
+  it('the API reports the same totals as count(*) ... LIKE for every role', async () => {
+    await createStudy(db, {
+      tenant_id: clinic.tenant.id,
+      unit_id: clinic.unit1.id,
+      patient_name: 'RODRIGUES^JOÃO^rodrigues',
+      patient_id: '00060453',
+      accession_number: '2401000604',
+    });
+    await createPatient(db, clinic.tenant.id, { patient_name: 'RODRIGUES^Conceição', patient_id: '0006' });
+    const callers: Array<[string, string, string]> = [
+      [clinic.adminToken, 's.tenant_id = $2', 'p.tenant_id = $2'],
+      [clinic.token1, 's.tenant_id = $2 AND s.unit_id = $3', ''],
+      [superToken, 'TRUE', 'TRUE'],
+    ];
+    for (const fragment of ['rigue', 'RIGUE', 'joao', 'ção', 'cao', '0006', '00060', '000604', 'ues jo', 'a%', 'x_']) {
+      for (const [token, studiesScope, patientsScope] of callers) {
+        const params = [likePattern(fragment), clinic.tenant.id, clinic.unit1.id];
+        const used = (sql: string) => params.slice(0, sql.includes('$3') ? 3 : sql.includes('$2') ? 2 : 1);
+        const studiesLike = `SELECT count(*) AS n FROM studies s WHERE ${studiesScope} AND s.search_text LIKE search_fold($1)`;
+        const studies = await t.http.get('/api/studies', { token, query: { search: fragment } });
+        expect({ fragment, total: studies.body.total }).toEqual({
+          fragment,
+          total: Number((await db.query(studiesLike, used(studiesLike)))[0].n),
+        });
+        if (!patientsScope) continue;
+        const patientsLike = `SELECT count(*) AS n FROM patients p WHERE ${patientsScope} AND p.search_text LIKE search_fold($1)`;
+        const patients = await t.http.get('/api/patients', { token, query: { search: fragment } });
+        expect({ fragment, total: patients.body.total }).toEqual({
+          fragment,
+          total: Number((await db.query(patientsLike, used(patientsLike)))[0].n),
+        });
+      }
+    }
+  });
+
+  it('TRUNCATE empties the counts and rebuild_list_counts() recounts them', async () => {
+    const runner = db.createQueryRunner();
+    await runner.connect();
+    try {
+      // In a transaction that is rolled back: other test files share this database.
+      await runner.startTransaction();
+      await runner.query(`DELETE FROM study_piece_counts WHERE piece LIKE 'r%'`);
+      await runner.query(`UPDATE patient_piece_counts SET patients = patients + 1 WHERE piece LIKE 's%'`);
+      expect((await drift(runner)).studies).toBeGreaterThan(0);
+      await runner.query(`SELECT rebuild_list_counts()`);
+      expect(await drift(runner)).toEqual({ studies: 0, patients: 0 });
+      await runner.query(`TRUNCATE studies, patients CASCADE`);
+      const [left] = await runner.query(
+        `SELECT (SELECT count(*) FROM study_piece_counts) AS studies, (SELECT count(*) FROM patient_piece_counts) AS patients`,
+      );
+      expect({ studies: Number(left.studies), patients: Number(left.patients) }).toEqual({ studies: 0, patients: 0 });
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
+  });
+});
