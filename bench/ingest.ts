@@ -1,6 +1,7 @@
 /**
  * `npm run bench:ingest [-- --parts nodelay,e2e,index --index sqlite|postgresql --instances 1000 --series 4
- *   --size 128 --no-fallback --e2e-instances 500 --devices 4 --stable-age 10 --keep]`
+ *   --size 128 --no-fallback --e2e-instances 500 --devices 4 --stable-age 10 --keep
+ *   --nodelay-sides neither,orthanc,storescu,both --lua docker/orthanc/webhook.lua,... --orthanc-config '{"Key":1}']`
  *
  * Three parts, each on Orthancs of its own (`--index postgresql`: Orthanc's PostgreSQL index plugin on a
  * database of its own on the local server, dropped after, instead of its SQLite file):
@@ -34,7 +35,7 @@ import { randomBytes } from 'crypto';
 import { mkdirSync, promises as fs, writeFileSync } from 'fs';
 import Redis from 'ioredis';
 import * as os from 'os';
-import { join } from 'path';
+import { join, resolve } from 'path';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { createApiApp } from '../src/app.factory';
@@ -63,7 +64,15 @@ interface Options {
   devices: number;
   stableAge: number;
   keep: boolean;
+  nodelaySides: NoDelaySides[];
+  /** Orthanc's LuaScripts in the nodelay and e2e parts (default: the shipped webhook.lua). */
+  lua?: string[];
+  /** Merged into the configuration of the Orthancs of the nodelay and e2e parts. */
+  orthancConfig: Record<string, unknown>;
 }
+
+type NoDelaySides = 'neither' | 'orthanc' | 'storescu' | 'both';
+const NODELAY_SIDES: NoDelaySides[] = ['neither', 'orthanc', 'storescu', 'both'];
 
 const DICOMWEB_PLUGIN = '/usr/share/orthanc/plugins/libOrthancDicomWeb.so';
 const POSTGRESQL_INDEX_PLUGIN = '/usr/share/orthanc/plugins/libOrthancPostgreSQLIndex.so';
@@ -102,6 +111,21 @@ function parseOptions(): Options {
     .option('--size <px>', 'rows and columns of every image', (v) => Number(v), 128)
     .option('--no-fallback', 'skip the scenario without the DICOMweb plugin')
     .option('--keep', 'keep the database and the generated files', false)
+    .option(
+      '--nodelay-sides <list>',
+      `TCP_NODELAY rows to run (nodelay), of ${NODELAY_SIDES.join(',')}`,
+      (v) => v.split(',') as NoDelaySides[],
+      NODELAY_SIDES,
+    )
+    .option('--lua <files>', "Orthanc's LuaScripts in the nodelay and e2e parts (default: the shipped webhook.lua)", (v) =>
+      v.split(',').map((file) => resolve(file)),
+    )
+    .option(
+      '--orthanc-config <json>',
+      'merged into the Orthanc configuration of the nodelay and e2e parts',
+      (v) => JSON.parse(v),
+      {},
+    )
     .parse(process.argv)
     .opts<Options>();
 }
@@ -147,6 +171,9 @@ async function main(): Promise<void> {
   const indexes = new OrthancIndexes(options.index, `pacs_bench_orthanc_${runId}`);
   const loadAtStart = os.loadavg();
   console.log(`Orthanc index: ${options.index}; load average ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')}`);
+  if (options.lua) console.log(`Lua scripts: ${options.lua.join(', ')}`);
+  if (Object.keys(options.orthancConfig).length)
+    console.log(`Orthanc configuration added: ${JSON.stringify(options.orthancConfig)}`);
 
   const migrated = await openDataSource(env.DATABASE_URL, { migrate: true });
   await migrated.destroy();
@@ -334,17 +361,17 @@ async function runNoDelayMatrix(
   const on = { TCP_NODELAY: '1' };
   const off = { TCP_NODELAY: '0' };
   const cases = [
-    { sides: 'neither', orthanc: off, device: off },
-    { sides: 'Orthanc only', orthanc: on, device: off },
-    { sides: 'storescu only', orthanc: off, device: on },
-    { sides: 'both', orthanc: on, device: on },
-  ];
+    { key: 'neither', sides: 'neither', orthanc: off, device: off },
+    { key: 'orthanc', sides: 'Orthanc only', orthanc: on, device: off },
+    { key: 'storescu', sides: 'storescu only', orthanc: off, device: on },
+    { key: 'both', sides: 'both', orthanc: on, device: on },
+  ].filter((row) => options.nodelaySides.includes(row.key as NoDelaySides));
   const figures: NoDelayFigures[] = [];
   for (const [n, row] of cases.entries()) {
     const orthanc = await startOrthanc({
       stableAge: 60,
       env: row.orthanc,
-      extraConfig: await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN]),
+      extraConfig: { ...(await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN])), ...benchOrthancConfig(options) },
     });
     started.push(orthanc);
     const cpuBefore = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
@@ -389,6 +416,11 @@ function ctSpec(patient: string, instances: number, size: number, series = 1): S
       sliceThickness: 1,
     })).filter((s) => s.instances > 0),
   };
+}
+
+/** `--lua` and `--orthanc-config`, for the Orthancs of the nodelay and e2e parts. */
+function benchOrthancConfig(options: Options): Record<string, unknown> {
+  return { ...(options.lua ? { LuaScripts: options.lua } : {}), ...options.orthancConfig };
 }
 
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
@@ -473,7 +505,7 @@ async function runEndToEnd(
       stableAge: options.stableAge,
       webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
       webhookSecret: process.env.WEBHOOK_SECRET,
-      extraConfig: await indexes.config(`e2e${devices}`, [DICOMWEB_PLUGIN]),
+      extraConfig: { ...(await indexes.config(`e2e${devices}`, [DICOMWEB_PLUGIN])), ...benchOrthancConfig(options) },
     });
     started.push(orthanc);
     Object.assign(process.env, {

@@ -65,6 +65,12 @@ end
 -- status it is given. A failure of the check itself (Orthanc's own API not
 -- answering) refuses the same way: nothing is stored unchecked, and nothing
 -- is refused without a trace.
+--
+-- The full check costs Orthanc two /tools/lookup and a /studies/{id} per
+-- instance, under the one lock all Lua callbacks share. Most instances do not
+-- need it: those of a study that did not exist when this Lua state first saw
+-- it, and that only one device has sent to since (see "A study of one device"
+-- below), skip it.
 
 local function normaliseAet(aet)
   local trimmed = string.gsub(tostring(aet or ''), '^%s*(.-)%s*$', '%1')
@@ -120,15 +126,9 @@ local function device(aet, ip, requestOrigin)
   return text
 end
 
-function ReceivedInstanceFilter(dicom, origin, info)
-  if origin['RequestOrigin'] ~= 'DicomProtocol' then
-    return true
-  end
-  local sopInstanceUid = dicom['SOPInstanceUID']
-  if type(sopInstanceUid) ~= 'string' or sopInstanceUid == '' then
-    -- Orthanc refuses an instance without SOPInstanceUID by itself.
-    return true
-  end
+-- The full check (1 and 2 above). Raises to refuse; otherwise answers whether
+-- Orthanc held a study with this StudyInstanceUID (any patient).
+local function checkAgainstArchive(dicom, origin, sopInstanceUid, studyUid)
   local sender = device(origin['RemoteAet'], origin['RemoteIp'])
 
   for _, id in ipairs(lookup(sopInstanceUid, 'Instance', sopInstanceUid)) do
@@ -139,9 +139,10 @@ function ReceivedInstanceFilter(dicom, origin, info)
     end
   end
 
-  local studyUid = dicom['StudyInstanceUID']
-  if type(studyUid) == 'string' and studyUid ~= '' then
+  local studyExists = false
+  if studyUid ~= nil then
     for _, id in ipairs(lookup(studyUid, 'Study', sopInstanceUid)) do
+      studyExists = true
       local study = apiGet('/studies/' .. id, sopInstanceUid)
       local archivedPatient = (study['PatientMainDicomTags'] or {})['PatientID'] or ''
       if archivedPatient ~= (dicom['PatientID'] or '') and #(study['Series'] or {}) > 0 then
@@ -153,6 +154,96 @@ function ReceivedInstanceFilter(dicom, origin, info)
         end
       end
     end
+  end
+  return studyExists
+end
+
+-- A study of one device. When the first instance of a study reaches this Lua
+-- state over DICOM, passes the full check, and Orthanc holds no study with its
+-- StudyInstanceUID, the script remembers the study: its PatientID and its
+-- sender (AE title and address, normalised). Every later instance of that study
+-- with the same PatientID from the same sender passes without a lookup: every
+-- instance Orthanc holds under those UIDs was sent by that device through this
+-- filter (Orthanc files an instance under its PatientID, StudyInstanceUID,
+-- SeriesInstanceUID and SOPInstanceUID, so it can only replace one of the same
+-- study and patient). Deleting instances or the study keeps that true.
+--
+-- Anything else makes the study "shared" for as long as it is remembered, and
+-- all its instances get the full check again: an instance from another sender
+-- or with another PatientID (marked before its own check, so that it counts
+-- even when refused), and any instance of it stored by another way than a
+-- C-STORE (REST upload, modification, plugin: ReceivedInstanceFilter sees every
+-- origin). A study Orthanc already held when first seen here (after a restart,
+-- or one this state forgot) is never remembered.
+--
+-- Bounded: two generations of at most PACS_DEVICE_GATE_STUDIES studies each
+-- (default 5000); when the current one is full, the previous one is forgotten
+-- (its studies fall back to the full check). 0 turns the memory off: do that
+-- when several Orthanc nodes share one index, where a node does not see what
+-- the others received (docker/README.md).
+
+local studyMemorySize = tonumber(env('PACS_DEVICE_GATE_STUDIES', '5000')) or 5000
+local SHARED = { shared = true }
+local currentStudies, previousStudies, currentCount = {}, {}, 0
+
+local function remember(studyUid, entry)
+  if studyMemorySize <= 0 then
+    return
+  end
+  if currentStudies[studyUid] == nil then
+    if currentCount >= studyMemorySize then
+      previousStudies, currentStudies, currentCount = currentStudies, {}, 0
+    end
+    currentCount = currentCount + 1
+  end
+  currentStudies[studyUid] = entry
+  previousStudies[studyUid] = nil
+end
+
+local function remembered(studyUid)
+  local entry = currentStudies[studyUid]
+  if entry == nil then
+    entry = previousStudies[studyUid]
+    if entry ~= nil then
+      remember(studyUid, entry)
+    end
+  end
+  return entry
+end
+
+function ReceivedInstanceFilter(dicom, origin, info)
+  local studyUid = dicom['StudyInstanceUID']
+  if type(studyUid) ~= 'string' or studyUid == '' then
+    studyUid = nil
+  end
+  if origin['RequestOrigin'] ~= 'DicomProtocol' then
+    if studyUid ~= nil then
+      remember(studyUid, SHARED)
+    end
+    return true
+  end
+  local sopInstanceUid = dicom['SOPInstanceUID']
+  if type(sopInstanceUid) ~= 'string' or sopInstanceUid == '' then
+    -- Orthanc refuses an instance without SOPInstanceUID by itself.
+    return true
+  end
+
+  local sender = normaliseAet(origin['RemoteAet']) .. '\n' .. normaliseIp(origin['RemoteIp'])
+  local patientId = dicom['PatientID'] or ''
+  local known = nil
+  if studyUid ~= nil then
+    known = remembered(studyUid)
+  end
+  if known ~= nil and not known.shared and known.sender == sender and known.patientId == patientId then
+    return true
+  end
+  if known ~= nil and not known.shared then
+    remember(studyUid, SHARED)
+  end
+
+  local studyExisted = checkAgainstArchive(dicom, origin, sopInstanceUid, studyUid)
+  if known == nil and studyUid ~= nil and not studyExisted then
+    remember(studyUid, { sender = sender, patientId = patientId })
   end
   return true
 end

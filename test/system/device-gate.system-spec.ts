@@ -31,20 +31,26 @@ const METRICS_TOKEN = 'device-gate-metrics-token-0123456789';
 /** The test's second device address: loopback, so it exists on any Linux machine. */
 const OTHER_ADDRESS = '127.0.0.2';
 
-/** A copy of `file` with other content but the same UIDs (dcmtk's dcmodify). */
-async function alteredCopy(file: string, dir: string): Promise<string> {
+/** A copy of `file` in `dir` (named `name`), changed by dcmtk's dcmodify with `args`. */
+async function modifiedCopy(file: string, dir: string, name: string, args: string[]): Promise<string> {
   await fs.mkdir(dir, { recursive: true });
-  const copy = path.join(dir, path.basename(file));
+  const copy = path.join(dir, name);
   await fs.copyFile(file, copy);
   await new Promise<void>((resolve, reject) =>
-    execFile(
-      'dcmodify',
-      ['-nb', '-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic', copy],
-      (error, _out, stderr) => (error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve()),
+    execFile('dcmodify', ['-nb', ...args, copy], (error, _out, stderr) =>
+      error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve(),
     ),
   );
   return copy;
 }
+
+/** A copy of `file` with other content but the same UIDs. */
+const alteredCopy = (file: string, dir: string): Promise<string> =>
+  modifiedCopy(file, dir, path.basename(file), ['-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic']);
+
+/** A new instance (new SOP Instance UID) with the study UID of `file` and another patient ID. */
+const otherPatientCopy = (file: string, dir: string): Promise<string> =>
+  modifiedCopy(file, dir, 'new.dcm', ['-gin', '-m', '(0010,0020)=OTHER-PATIENT']);
 
 describe('Device gate: a device is its AE title and its address', () => {
   let workDir: string;
@@ -327,14 +333,7 @@ describe('Device gate: a device is its AE title and its address', () => {
 
     it("is not joined under another patient ID by another device: DICOMweb would serve both under the study's UID", async () => {
       // A new instance (new SOP Instance UID) with the archived study's UID and another patient ID.
-      const intruder = path.join(workDir, 'intruder', 'new.dcm');
-      await fs.mkdir(path.dirname(intruder), { recursive: true });
-      await fs.copyFile(study.files[1], intruder);
-      await new Promise<void>((resolve, reject) =>
-        execFile('dcmodify', ['-nb', '-gin', '-m', '(0010,0020)=OTHER-PATIENT', intruder], (error, _out, stderr) =>
-          error ? reject(new Error(`dcmodify failed: ${stderr}`)) : resolve(),
-        ),
-      );
+      const intruder = await otherPatientCopy(study.files[1], path.join(workDir, 'intruder'));
       await expect(sendWithStorescu([intruder], { aet: CLINIC_B_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
         'Received Store Response (Refused: OutOfResources)',
       );
@@ -364,6 +363,200 @@ describe('Device gate: a device is its AE title and its address', () => {
       expect(broken.log()).toContain(`webhook.lua: refused instance ${study.sopInstanceUids[0]}: /tools/lookup did not answer`);
     } finally {
       await broken.destroy();
+    }
+  });
+});
+
+/**
+ * The filter's memory of studies of one device (webhook.lua, "A study of one device"): the instances of
+ * a new study that only one device sends skip the archive lookups; everything else gets the full check.
+ * A probe script loaded after webhook.lua logs every `/tools/lookup` the filter makes, so each test
+ * sees whether an instance was checked against the archive. No API here: Orthanc and storescu only.
+ */
+describe('Device gate: the filter remembers the studies of one device, and nothing else', () => {
+  const DEVICE = `CT_M_${suffix}`;
+  const STRANGER = `EVIL_M_${suffix}`;
+  const PROBE = 'gate-probe lookup';
+  let workDir: string;
+  let orthanc: OrthancInstance;
+
+  const orthancFetch = (server: OrthancInstance, pathAndQuery: string, init: RequestInit = {}) =>
+    fetch(`${server.url}${pathAndQuery}`, {
+      ...init,
+      headers: { Authorization: basicAuth(server.username, server.password), ...(init.headers ?? {}) },
+    });
+  const instanceOf = async (server: OrthancInstance, sopInstanceUid: string) => {
+    const found = (await (
+      await orthancFetch(server, '/tools/lookup', { method: 'POST', body: sopInstanceUid })
+    ).json()) as Array<{ ID: string; Type: string }>;
+    const id = found.find((entry) => entry.Type === 'Instance')?.ID;
+    if (!id) return undefined;
+    const metadata = (await (await orthancFetch(server, `/instances/${id}/metadata?expand`)).json()) as Record<string, string>;
+    const tags = (await (await orthancFetch(server, `/instances/${id}/simplified-tags`)).json()) as Record<string, string>;
+    return { origin: metadata.Origin, remoteAet: metadata.RemoteAET, patientName: tags.PatientName };
+  };
+  /** The lookups the filter made while `work` ran. */
+  async function lookupsDuring(server: OrthancInstance, work: () => Promise<unknown>): Promise<number> {
+    const before = server.log().split(PROBE).length;
+    await work();
+    return server.log().split(PROBE).length - before;
+  }
+  const refused = 'Received Store Response (Refused: OutOfResources)';
+
+  let counter = 0;
+  const newStudy = (instances = 4): Promise<WrittenStudy> =>
+    writeStudy(path.join(workDir, `memory-${++counter}`), {
+      patientId: `M${counter}-${suffix}`,
+      patientName: 'DOE^JANE',
+      series: [{ modality: 'CT', seriesNumber: 1, instances, rows: 32, columns: 32 }],
+    });
+
+  async function startProbed(env: NodeJS.ProcessEnv = {}): Promise<OrthancInstance> {
+    const probe = path.join(workDir, 'probe.lua');
+    await fs.writeFile(
+      probe,
+      [
+        'local post = RestApiPost',
+        'function RestApiPost(uri, body, builtin)',
+        `  if uri == '/tools/lookup' then print('${PROBE} ' .. body) end`,
+        '  return post(uri, body, builtin)',
+        'end',
+        '',
+      ].join('\n'),
+    );
+    return startOrthanc({ env, extraConfig: { LuaScripts: [WEBHOOK_LUA, probe] } });
+  }
+
+  beforeAll(async () => {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-device-memory-'));
+    orthanc = await startProbed();
+  });
+
+  afterAll(async () => {
+    await orthanc?.destroy();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  it("checks a new study's first instance only, and lets its device send it again without a lookup", async () => {
+    const study = await newStudy(6);
+    const send = () => sendWithStorescu(study.files, { aet: DEVICE, port: orthanc.dicomPort });
+    // The first instance: its own lookup and its study's; then none.
+    expect(await lookupsDuring(orthanc, send)).toBe(2);
+    // The same device replacing its own instances, in any spelling of its AE title.
+    expect(
+      await lookupsDuring(orthanc, () => sendWithStorescu(study.files, { aet: DEVICE.toLowerCase(), port: orthanc.dicomPort })),
+    ).toBe(0);
+    expect((await instanceOf(orthanc, study.sopInstanceUids[5]))?.remoteAet).toBe(DEVICE.toLowerCase());
+  });
+
+  it('refuses a stranger replacing an instance of a study its device is still sending; the rest of the study gets the full check', async () => {
+    const study = await newStudy(6);
+    await sendWithStorescu(study.files.slice(0, 3), { aet: DEVICE, port: orthanc.dicomPort });
+    const altered = await alteredCopy(study.files[1], path.join(workDir, `altered-${counter}`));
+    for (const [aet, fromAddress] of [
+      [STRANGER, undefined],
+      [DEVICE, '127.0.0.2'],
+    ] as const) {
+      await expect(sendWithStorescu([altered], { aet, port: orthanc.dicomPort, fromAddress, verbose: true })).rejects.toThrow(
+        refused,
+      );
+    }
+    expect(orthanc.log()).toContain(`webhook.lua: refused to replace archived instance ${study.sopInstanceUids[1]}`);
+    // The device goes on: its instances pass, each checked against the archive now.
+    expect(
+      await lookupsDuring(orthanc, () => sendWithStorescu(study.files.slice(3), { aet: DEVICE, port: orthanc.dicomPort })),
+    ).toBe(3 * 2);
+    for (const uid of study.sopInstanceUids) expect(await instanceOf(orthanc, uid)).toMatchObject({ remoteAet: DEVICE });
+    expect((await instanceOf(orthanc, study.sopInstanceUids[1]))?.patientName).toBe('DOE^JANE');
+  });
+
+  it('refuses a stranger joining a study its device is sending under another patient ID', async () => {
+    const study = await newStudy(2);
+    await sendWithStorescu(study.files.slice(0, 1), { aet: DEVICE, port: orthanc.dicomPort });
+    const intruder = await otherPatientCopy(study.files[1], path.join(workDir, `intruder-${counter}`));
+    await expect(sendWithStorescu([intruder], { aet: STRANGER, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+      refused,
+    );
+    expect(orthanc.log()).toContain(`study ${study.studyInstanceUid} is archived for another patient ID`);
+  });
+
+  it('sees instances stored through the REST API: the device no longer replaces them over DICOM', async () => {
+    const study = await newStudy(4);
+    await sendWithStorescu(study.files.slice(0, 2), { aet: DEVICE, port: orthanc.dicomPort });
+    // An upload through Orthanc's REST API (RequestOrigin RestApi) replacing one of them.
+    const altered = await alteredCopy(study.files[0], path.join(workDir, `altered-${counter}`));
+    const upload = await orthancFetch(orthanc, '/instances', { method: 'POST', body: await fs.readFile(altered) });
+    expect(upload.status).toBe(200);
+    expect(await instanceOf(orthanc, study.sopInstanceUids[0])).toMatchObject({ origin: 'RestApi', patientName: 'EVIL^EVE' });
+
+    await expect(
+      sendWithStorescu(study.files.slice(0, 1), { aet: DEVICE, port: orthanc.dicomPort, verbose: true }),
+    ).rejects.toThrow(refused);
+    expect(orthanc.log()).toContain(`webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]}`);
+    expect((await instanceOf(orthanc, study.sopInstanceUids[0]))?.patientName).toBe('EVIL^EVE');
+    // The rest of the study still comes in from its device, checked.
+    expect(
+      await lookupsDuring(orthanc, () => sendWithStorescu(study.files.slice(2), { aet: DEVICE, port: orthanc.dicomPort })),
+    ).toBe(2 * 2);
+  });
+
+  it('after the study is deleted and a stranger sends it, refuses its first device replacing the stranger’s copy', async () => {
+    const study = await newStudy(3);
+    await sendWithStorescu(study.files, { aet: DEVICE, port: orthanc.dicomPort });
+    const [{ ID: studyId }] = (await (
+      await orthancFetch(orthanc, '/tools/lookup', { method: 'POST', body: study.studyInstanceUid })
+    ).json()) as Array<{ ID: string }>;
+    expect((await orthancFetch(orthanc, `/studies/${studyId}`, { method: 'DELETE' })).status).toBe(200);
+
+    await sendWithStorescu(study.files, { aet: STRANGER, port: orthanc.dicomPort });
+    expect(await instanceOf(orthanc, study.sopInstanceUids[2])).toMatchObject({ remoteAet: STRANGER });
+    const altered = await alteredCopy(study.files[2], path.join(workDir, `altered-${counter}`));
+    await expect(sendWithStorescu([altered], { aet: DEVICE, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(refused);
+    expect(orthanc.log()).toContain(
+      `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[2]} (sent by AE title "${STRANGER}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${DEVICE}"`,
+    );
+    expect((await instanceOf(orthanc, study.sopInstanceUids[2]))?.patientName).toBe('DOE^JANE');
+  });
+
+  it('forgets everything when Orthanc restarts: a study it already holds gets the full check from then on', async () => {
+    const study = await newStudy(3);
+    await sendWithStorescu(study.files.slice(0, 2), { aet: DEVICE, port: orthanc.dicomPort });
+    await orthanc.stop();
+    await orthanc.start();
+    const altered = await alteredCopy(study.files[0], path.join(workDir, `altered-${counter}`));
+    await expect(sendWithStorescu([altered], { aet: STRANGER, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+      refused,
+    );
+    // The device's own instances are checked (the study existed before this Lua state saw it), and pass.
+    expect(await lookupsDuring(orthanc, () => sendWithStorescu(study.files, { aet: DEVICE, port: orthanc.dicomPort }))).toBe(
+      3 * 2,
+    );
+  });
+
+  it('remembers at most PACS_DEVICE_GATE_STUDIES studies a generation (0: none); a forgotten study is checked again', async () => {
+    const small = await startProbed({ PACS_DEVICE_GATE_STUDIES: '1' });
+    const off = await startProbed({ PACS_DEVICE_GATE_STUDIES: '0' });
+    try {
+      const [first, second, third] = [await newStudy(2), await newStudy(2), await newStudy(2)];
+      const send = (server: OrthancInstance, study: WrittenStudy) => () =>
+        sendWithStorescu(study.files, { aet: DEVICE, port: server.dicomPort });
+      expect(await lookupsDuring(small, send(small, first))).toBe(2);
+      expect(await lookupsDuring(small, send(small, second))).toBe(2);
+      // Two generations of one study each: the first is still remembered...
+      expect(await lookupsDuring(small, send(small, first))).toBe(0);
+      // ...until two more studies came after it (first, then third, pushed second out: it is checked).
+      expect(await lookupsDuring(small, send(small, third))).toBe(2);
+      expect(await lookupsDuring(small, send(small, second))).toBe(2 * 2);
+      const altered = await alteredCopy(second.files[0], path.join(workDir, `altered-${counter}`));
+      await expect(sendWithStorescu([altered], { aet: STRANGER, port: small.dicomPort, verbose: true })).rejects.toThrow(
+        refused,
+      );
+
+      expect(await lookupsDuring(off, send(off, first))).toBe(2 * 2);
+      expect(await lookupsDuring(off, send(off, first))).toBe(2 * 2);
+    } finally {
+      await small.destroy();
+      await off.destroy();
     }
   });
 });
