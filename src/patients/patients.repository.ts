@@ -5,6 +5,7 @@ import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { Patient } from '../database/entities';
 import {
   ListSpec,
+  listCountSql,
   listPageSql,
   listScopeSql,
   listSearchCountSql,
@@ -123,9 +124,7 @@ export class PatientsRepository {
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, search, q, meta.indexed ? 'index' : 'walk');
-      const count = search
-        ? listSearchCountSql(PATIENTS_LIST, scope, search, where, q)
-        : `(SELECT count(*) FROM patients p WHERE ${where})`;
+      const count = search ? listSearchCountSql(PATIENTS_LIST, scope, search, where, q) : listCountSql(PATIENTS_LIST, where);
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${count} AS total, ${this.totals.patients(scope, q).version} AS version`,
         q.values,

@@ -5,6 +5,7 @@ import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scop
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import {
   ListSpec,
+  listCountSql,
   listPageSql,
   listScopeSql,
   listSearchCountSql,
@@ -152,11 +153,11 @@ export class StudiesRepository {
   }
 
   private totalSql(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
-    if (filter.patientUuid) return `(SELECT count(*) FROM studies s WHERE ${this.conditions(scope, filter, p)})`;
+    if (filter.patientUuid) return listCountSql(STUDIES_LIST, this.conditions(scope, filter, p));
     const counted = this.totals.studies(scope, p).total as string;
     if (!filter.excludeId) return counted;
     const inScope = listScopeSql(STUDIES_LIST, scope, p);
-    return `(${counted} - (SELECT count(*) FROM studies s WHERE s.id = ${p.add(filter.excludeId)} AND ${inScope}))`;
+    return `(${counted} - ${listCountSql(STUDIES_LIST, `s.id = ${p.add(filter.excludeId)} AND ${inScope}`)})`;
   }
 
   /**
@@ -221,7 +222,7 @@ export class StudiesRepository {
       // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
       const count =
         filter.patientUuid || filter.excludeId
-          ? `(SELECT count(*) FROM studies s WHERE ${where})`
+          ? listCountSql(STUDIES_LIST, where)
           : listSearchCountSql(STUDIES_LIST, scope, filter.search as string, where, q);
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${count} AS total, ${this.totals.studies(scope, q).version} AS version`,

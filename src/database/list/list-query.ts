@@ -76,6 +76,11 @@ export function searchIndexedSql(search: string, p: SqlParams): string {
   return `(search_query(${p.add(search)}) IS NOT NULL)`;
 }
 
+/** The number of the spec's rows meeting `where`, as a scalar SQL expression. */
+export function listCountSql(spec: ListSpec, where: string): string {
+  return `(SELECT count(*) FROM ${spec.from} WHERE ${where})`;
+}
+
 /**
  * The exact number of the scope's rows matching a search, as a scalar SQL expression; `where` is
  * the list conditions with the fragment (listSearchSql, plan `index` when indexed).
@@ -86,7 +91,7 @@ export function searchIndexedSql(search: string, p: SqlParams): string {
  * is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run when read).
  */
 export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, where: string, p: SqlParams): string {
-  const counted = `(SELECT count(*) FROM ${spec.from} WHERE ${where})`;
+  const counted = listCountSql(spec, where);
   const { table, count, perUnit } = spec.pieceCounts;
   if (scope.kind === 'unit' && !perUnit) return counted;
   const piece = p.add(search);
