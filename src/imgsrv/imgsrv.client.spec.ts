@@ -147,7 +147,10 @@ describe('ImgsrvClient', () => {
         { '00080018': { Value: ['5.6'] } },
       ]);
       expect(server.calls[1].url).toBe('/dicom-web/studies/1.2/series/3.4/instances?includefield=00280010,00280011');
-      expect(await client.qidoSeriesInstances('1.2', '3.4', ['00280010'])).toEqual([]);
+      expect(await client.qidoSeriesInstances('1.2', '3.4', ['00280010'], { offset: 250, limit: 125 })).toEqual([]);
+      expect(server.calls[2].url).toBe(
+        '/dicom-web/studies/1.2/series/3.4/instances?includefield=00280010&offset=250&limit=125',
+      );
     } finally {
       await server.close();
     }

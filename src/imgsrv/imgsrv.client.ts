@@ -158,15 +158,19 @@ export class ImgsrvClient {
     return value;
   }
 
-  /** QIDO-RS: the instances of one series with the requested extra tags (`includefield`). */
+  /**
+   * QIDO-RS: the instances of one series with the requested extra tags (`includefield`), all of
+   * them or one page (`offset`, `limit`: pages follow Orthanc's storage order of the series).
+   */
   async qidoSeriesInstances(
     studyInstanceUid: string,
     seriesInstanceUid: string,
     includeFields: string[],
+    page?: { offset: number; limit: number },
   ): Promise<DicomJsonDataset[]> {
     const data = await this.get<DicomJsonDataset[] | ''>(
       `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances`,
-      { params: { includefield: includeFields.join(',') }, headers: { Accept: 'application/dicom+json' } },
+      { params: { includefield: includeFields.join(','), ...page }, headers: { Accept: 'application/dicom+json' } },
     );
     // An empty match may come back as 204 / empty body.
     return Array.isArray(data) ? data : [];

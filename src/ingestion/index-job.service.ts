@@ -17,6 +17,12 @@ import { makeThumbnail } from './thumbnails';
 
 /** Parallel calls to the image server within one job: enough to hide latency, not enough to flood it. */
 const QIDO_CONCURRENCY = 4;
+/**
+ * Instances per QIDO-RS page. The DICOMweb plugin answers an instance-level QIDO-RS by reading every
+ * matching file, on one of Orthanc's HTTP threads: a 500-slice series read in one call took 495 ms,
+ * in pages read side by side it keeps the cores busy (bench/README.md, "Ingestion").
+ */
+const QIDO_PAGE = 125;
 const PER_INSTANCE_CONCURRENCY = 8;
 const RENDER_CONCURRENCY = 3;
 
@@ -50,7 +56,7 @@ interface SeriesPlan {
 /**
  * The heavy part of ingestion: series, instances, `modalities` and thumbnails of one study.
  * Orthanc is read with listings (`?expand`: 2 calls for the whole study), Rows/Columns/SliceThickness
- * with one QIDO-RS call per series, thumbnails with one render per series; then everything is
+ * with QIDO-RS calls in pages of each series, thumbnails with one render per series; then everything is
  * written in one transaction.
  */
 @Injectable()
@@ -162,8 +168,8 @@ export class IndexJobService {
 
   /**
    * Rows, Columns and SliceThickness by imgsrv instance id. Instances indexed before keep what was
-   * read then. For the others Orthanc 1.10 keeps these tags out of its listings: one QIDO-RS call
-   * per series that has new instances, when the DICOMweb plugin answers; whatever that leaves out
+   * read then. For the others Orthanc 1.10 keeps these tags out of its listings: QIDO-RS calls in
+   * pages of each series that has new instances, when the DICOMweb plugin answers; whatever that leaves out
    * (no plugin, a series it does not find) is read per instance, a few at a time.
    */
   private async geometry(
@@ -179,17 +185,25 @@ export class IndexJobService {
     }
     const unread = plans.filter((p) => p.instances.some((i) => !result.has(i.imgsrv_instance_id)));
     if (studyUid && unread.length > 0 && (await this.imgsrv.hasDicomWeb())) {
-      await mapWithConcurrency(unread, QIDO_CONCURRENCY, async (plan) => {
-        if (!plan.fields.series_instance_uid) return;
+      // Pages of every series that has new instances, read side by side: a page of a series Orthanc
+      // holds more instances of than we know of is merely short, and whatever no page brings back is
+      // read per instance below.
+      const pages = unread
+        .filter((plan) => plan.fields.series_instance_uid)
+        .flatMap((plan) =>
+          Array.from({ length: Math.ceil(plan.instances.length / QIDO_PAGE) }, (_, k) => ({ plan, offset: k * QIDO_PAGE })),
+        );
+      await mapWithConcurrency(pages, QIDO_CONCURRENCY, async ({ plan, offset }) => {
         let bySop: Map<string, ImageGeometry>;
         try {
           counters.qido++;
           bySop = geometryFromQido(
-            await this.imgsrv.qidoSeriesInstances(studyUid, plan.fields.series_instance_uid, [
-              GEOMETRY_TAGS.rows,
-              GEOMETRY_TAGS.columns,
-              GEOMETRY_TAGS.sliceThickness,
-            ]),
+            await this.imgsrv.qidoSeriesInstances(
+              studyUid,
+              plan.fields.series_instance_uid,
+              [GEOMETRY_TAGS.rows, GEOMETRY_TAGS.columns, GEOMETRY_TAGS.sliceThickness],
+              { offset, limit: QIDO_PAGE },
+            ),
           );
         } catch (error) {
           if ((error as ImgsrvError).transient) throw error;

@@ -360,6 +360,25 @@ describe('Ingestion against a real Orthanc', () => {
     expect(patients).toHaveLength(1);
   });
 
+  it('reads the geometry of a series larger than one QIDO-RS page in pages that miss and repeat no instance', async () => {
+    // 260 instances: pages of 125, 125 and 10, read side by side; a gap or an overlap between pages
+    // would leave instances to the per-instance fallback (perInstance > 0).
+    const big = await writeStudy(path.join(workDir, 'paged'), {
+      patientId: `P-${suffix}`,
+      patientName: 'PAGED^PAULA',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 260, rows: 24, columns: 20, sliceThickness: 0.625 }],
+    });
+    const id = await send(big, DEVICE_AET);
+    const found = await indexed(id, 260);
+    expect(found.instances.map((i) => [i.instance_number, i.rows, i.columns, i.slice_thickness])).toEqual(
+      Array.from({ length: 260 }, (_, k) => [k + 1, 24, 20, 0.625]),
+    );
+    await settled(id);
+    const jobs = (await queueOf(INDEX_QUEUE).getJobs(['completed'])).filter((j) => j?.data?.imgsrvStudyId === id);
+    const first = jobs.sort((a, b) => (a.finishedOn ?? 0) - (b.finishedOn ?? 0))[0];
+    expect(first.returnvalue).toMatchObject({ outcome: 'indexed', instances: 260, geometryCalls: { qido: 3, perInstance: 0 } });
+  });
+
   it('re-indexes a study that gains instances after its first stable event', async () => {
     const first = await writeStudy(path.join(workDir, 'late-1'), {
       patientId: `L-${suffix}`,
