@@ -69,6 +69,8 @@ interface Options {
   lua?: string[];
   /** Merged into the configuration of the Orthancs of the nodelay and e2e parts. */
   orthancConfig: Record<string, unknown>;
+  /** The storage of the nodelay and e2e Orthancs: new (empty), or with the folders of one in use. */
+  storage: 'new' | 'in-use';
 }
 
 type NoDelaySides = 'neither' | 'orthanc' | 'storescu' | 'both';
@@ -126,6 +128,11 @@ function parseOptions(): Options {
       (v) => JSON.parse(v),
       {},
     )
+    .option(
+      '--storage <kind>',
+      "the nodelay and e2e Orthancs' storage: new (empty) or in-use (its 65,536 folders already made, as in an archive that holds some 100,000 instances)",
+      'new',
+    )
     .parse(process.argv)
     .opts<Options>();
 }
@@ -170,7 +177,9 @@ async function main(): Promise<void> {
   const workDir = await fs.mkdtemp(join(os.tmpdir(), 'pacs-bench-ingest-'));
   const indexes = new OrthancIndexes(options.index, `pacs_bench_orthanc_${runId}`);
   const loadAtStart = os.loadavg();
-  console.log(`Orthanc index: ${options.index}; load average ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')}`);
+  console.log(
+    `Orthanc index: ${options.index}; storage: ${options.storage}; load average ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')}`,
+  );
   if (options.lua) console.log(`Lua scripts: ${options.lua.join(', ')}`);
   if (Object.keys(options.orthancConfig).length)
     console.log(`Orthanc configuration added: ${JSON.stringify(options.orthancConfig)}`);
@@ -371,7 +380,10 @@ async function runNoDelayMatrix(
     const orthanc = await startOrthanc({
       stableAge: 60,
       env: row.orthanc,
-      extraConfig: { ...(await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN])), ...benchOrthancConfig(options) },
+      extraConfig: {
+        ...(await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN])),
+        ...(await benchOrthancConfig(options, workDir, `nodelay${n}`)),
+      },
     });
     started.push(orthanc);
     const cpuBefore = await orthancCpuSeconds(orthanc, indexes.database(`nodelay${n}`));
@@ -418,9 +430,26 @@ function ctSpec(patient: string, instances: number, size: number, series = 1): S
   };
 }
 
-/** `--lua` and `--orthanc-config`, for the Orthancs of the nodelay and e2e parts. */
-function benchOrthancConfig(options: Options): Record<string, unknown> {
-  return { ...(options.lua ? { LuaScripts: options.lua } : {}), ...options.orthancConfig };
+/** `--lua`, `--orthanc-config` and `--storage`, for the Orthancs of the nodelay and e2e parts. */
+async function benchOrthancConfig(options: Options, workDir: string, name: string): Promise<Record<string, unknown>> {
+  const storage =
+    options.storage === 'in-use' ? { StorageDirectory: await storageInUse(join(workDir, `storage-${name}`)) } : {};
+  return { ...(options.lua ? { LuaScripts: options.lua } : {}), ...storage, ...options.orthancConfig };
+}
+
+/**
+ * A storage folder as an archive in use has it: Orthanc files an instance under two levels of
+ * folders named by the first two bytes of its attachment's UUID (00/00 to ff/ff), made on first use.
+ * A new storage makes a folder for nearly every instance of its first thousands; after some 100,000
+ * instances (a few hundred CTs) 78% of the 65,536 exist, so the first studies pay a cost no later
+ * one does.
+ */
+async function storageInUse(dir: string): Promise<string> {
+  const hex = Array.from({ length: 256 }, (_, n) => n.toString(16).padStart(2, '0'));
+  for (const first of hex) {
+    await Promise.all(hex.map((second) => fs.mkdir(join(dir, first, second), { recursive: true })));
+  }
+  return dir;
 }
 
 const round = (value: number, digits = 1): number => Number(value.toFixed(digits));
@@ -505,7 +534,10 @@ async function runEndToEnd(
       stableAge: options.stableAge,
       webhookUrl: `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`,
       webhookSecret: process.env.WEBHOOK_SECRET,
-      extraConfig: { ...(await indexes.config(`e2e${devices}`, [DICOMWEB_PLUGIN])), ...benchOrthancConfig(options) },
+      extraConfig: {
+        ...(await indexes.config(`e2e${devices}`, [DICOMWEB_PLUGIN])),
+        ...(await benchOrthancConfig(options, workDir, `e2e${devices}`)),
+      },
     });
     started.push(orthanc);
     Object.assign(process.env, {
