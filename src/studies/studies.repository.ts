@@ -174,12 +174,14 @@ export class StudiesRepository {
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
     const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
+    // Patient ids and accession numbers are handed out in time order, as the list is sorted.
+    const bunched = /[0-9]/.test(filter.search as string);
     const seen = this.totals.lastSizes(key);
     if (seen && seen.matches > offset) {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
-      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed);
+      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed, bunched);
       const where = this.conditions(scope, filter, q, plan);
       const rows: SearchRow[] = await this.prepared.query(
         listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'),
@@ -198,7 +200,7 @@ export class StudiesRepository {
     );
     const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed);
+    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed, bunched);
     const q = new SqlParams();
     const where = this.conditions(scope, filter, q, plan);
     const rows: ListRow[] = await this.prepared.query(

@@ -283,6 +283,42 @@ describe('search piece counts stay exact', () => {
     }
   });
 
+  it('the search index narrows a fragment that starts with the last letters of a word to its matches', async () => {
+    // SearchShortPairs: "io sil" pairs the end "io" with the next word; before, its only term was
+    // "sil" anywhere (every row below), and "a nu" had none at all (the whole scope).
+    const { tenant, unit1 } = await createClinic(db, t.http);
+    const names = [
+      'Antonio SILVA',
+      'Mario Silveira',
+      'Maria Silva',
+      'Silvio Antonio',
+      'Ana Nunes',
+      'Ana Costa Nunes',
+      'Anita Bruna',
+    ];
+    for (const patient_name of names) await createStudy(db, { tenant_id: tenant.id, unit_id: unit1.id, patient_name });
+    const found = async (fragment: string) => {
+      const [row] = await db.query(
+        `SELECT count(*) FILTER (WHERE search_lexemes(search_text) @@ search_query($2)) AS candidates,
+                count(*) FILTER (WHERE search_text LIKE search_fold($3)) AS matches
+           FROM studies WHERE tenant_id = $1`,
+        [tenant.id, fragment, likePattern(fragment)],
+      );
+      return { fragment, candidates: Number(row.candidates), matches: Number(row.matches) };
+    };
+    expect(await found('io sil')).toEqual({ fragment: 'io sil', candidates: 2, matches: 2 });
+    expect(await found('o silv')).toEqual({ fragment: 'o silv', candidates: 2, matches: 2 });
+    expect(await found('a nu')).toEqual({ fragment: 'a nu', candidates: 2, matches: 2 });
+    expect(await found('A SILVA')).toEqual({ fragment: 'A SILVA', candidates: 1, matches: 1 });
+    const admin = await t.http.get('/api/studies', { token: superToken, query: { search: 'io sil' } });
+    expect(
+      admin.body.data
+        .filter((s: { tenant_id: string }) => s.tenant_id === tenant.id)
+        .map((s: { patient_name: string }) => s.patient_name)
+        .sort(),
+    ).toEqual(['Antonio SILVA', 'Mario Silveira']);
+  });
+
   it('TRUNCATE empties the counts and rebuild_list_counts() recounts them', async () => {
     const runner = db.createQueryRunner();
     await runner.connect();

@@ -26,6 +26,17 @@ describe('searchPlan', () => {
     expect(searchPlan(38_000, 200_000, 7_500, 15, true)).toBe('index');
   });
 
+  it('collects the matches of a fragment bunched in list order unless a walk through the whole scope costs less', () => {
+    // "23010": 1,858 accession numbers of one month; spread out they would be walked (~1,600 rows).
+    expect(searchPlan(1_858, 200_000, 0, 15, true)).toBe('walk');
+    expect(searchPlan(1_858, 200_000, 0, 15, true, true)).toBe('index');
+    expect(searchPlan(19_999, 200_000, 0, 15, true, true)).toBe('index');
+    // "000": nearly every patient id; the walk fills the page at once.
+    expect(searchPlan(20_000, 200_000, 0, 15, true, true)).toBe('walk');
+    expect(searchPlan(190_000, 200_000, 0, 15, true, true)).toBe('walk');
+    expect(searchPlan(3, 200_000, 0, 15, false, true)).toBe('walk');
+  });
+
   it('walks when the index cannot serve the fragment, whatever the matches', () => {
     expect(searchPlan(3, 200_000, 0, 15, false)).toBe('walk');
   });
