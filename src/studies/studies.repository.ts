@@ -15,7 +15,10 @@ import {
   searchIndexedSql,
   SearchPlan,
   searchPlan,
+  SearchSizes,
   SqlParams,
+  listWalkPageSql,
+  walkCap,
 } from '../database/list';
 
 export interface StudyFilter {
@@ -77,6 +80,8 @@ export const STUDIES_LIST: ListSpec = {
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
   pieceCounts: { table: 'study_piece_counts', count: 'studies', perUnit: true },
+  // All in the order indexes (StudyWalkIndexes migration).
+  walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
 };
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
@@ -165,7 +170,9 @@ export class StudiesRepository {
    * can confirm, so its total is counted once per scope version and kept (ListTotals), and that
    * exact count then picks the plan of the page (searchPlan): no matches, no page query. A search
    * seen before takes its plan from the sizes last seen and reads its page together with the
-   * scope's version, so when nothing changed since, it is one statement.
+   * scope's version, so when nothing changed since, it is one statement. A walk that comes back
+   * short of what the total promises reached its cap (walkCap): the page is read again through the
+   * search index, and that search is collected so from then on.
    */
   private async searchStudies(
     scope: DataScope,
@@ -174,22 +181,17 @@ export class StudiesRepository {
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
     const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
-    // Patient ids and accession numbers are handed out in time order, as the list is sorted.
-    const bunched = /[0-9]/.test(filter.search as string);
     const seen = this.totals.lastSizes(key);
     if (seen && seen.matches > offset) {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
-      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed, bunched);
-      const where = this.conditions(scope, filter, q, plan);
-      const rows: SearchRow[] = await this.prepared.query(
-        listPageSql(STUDIES_LIST, where, extra, q, offset, limit, plan === 'index'),
-        q.values,
-      );
+      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed, seen.bunched);
+      const rows: SearchRow[] = await this.searchPage(scope, filter, q, plan, seen, extra, offset, limit);
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
-        return { rows, total };
+        if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
+        return { rows: await this.collectAfterShortWalk(key, scope, filter, offset, limit), total };
       }
     }
     const p = new SqlParams();
@@ -200,14 +202,47 @@ export class StudiesRepository {
     );
     const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
     if (total <= offset) return { rows: [], total };
-    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed, bunched);
-    const q = new SqlParams();
-    const where = this.conditions(scope, filter, q, plan);
-    const rows: ListRow[] = await this.prepared.query(
-      listPageSql(STUDIES_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'),
-      q.values,
-    );
-    return { rows, total };
+    const sizes = this.totals.lastSizes(key) ?? { matches: total, walked: Number(meta._scope), indexed: meta._indexed };
+    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed, sizes.bunched);
+    const rows: ListRow[] = await this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
+    if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
+    return { rows: await this.collectAfterShortWalk(key, scope, filter, offset, limit), total };
+  }
+
+  /** One page of a search by `plan`, with `extra` (scalar subqueries) on every row. */
+  private searchPage<Row>(
+    scope: DataScope,
+    filter: StudyFilter,
+    p: SqlParams,
+    plan: SearchPlan,
+    sizes: SearchSizes,
+    extra: string,
+    offset: number,
+    limit: number,
+  ): Promise<Row[]> {
+    if (plan === 'index') {
+      const where = this.conditions(scope, filter, p, 'index');
+      return this.prepared.query(listPageSql(STUDIES_LIST, where, extra, p, offset, limit, true), p.values);
+    }
+    const base = this.conditions(scope, { ...filter, search: undefined }, p);
+    const match = listSearchSql(STUDIES_LIST, filter.search as string, p, 'walk');
+    const cap = walkCap(sizes.matches, sizes.walked, offset, limit);
+    return this.prepared.query(listWalkPageSql(STUDIES_LIST, base, match, extra, p, offset, limit, cap), p.values);
+  }
+
+  /** The page of a search whose walk reached its cap, through the search index; remembered. */
+  private async collectAfterShortWalk(
+    key: string,
+    scope: DataScope,
+    filter: StudyFilter,
+    offset: number,
+    limit: number,
+  ): Promise<Study[]> {
+    const sizes = this.totals.lastSizes(key);
+    if (sizes) this.totals.rememberSizes(key, { ...sizes, bunched: true });
+    const p = new SqlParams();
+    const where = this.conditions(scope, filter, p, 'index');
+    return this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', p, offset, limit, true), p.values);
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */
@@ -232,7 +267,8 @@ export class StudiesRepository {
       );
       return { total: Number(row.total), version: row.version };
     });
-    this.totals.rememberSizes(key, { matches: total, walked: Number(meta._scope), indexed });
+    const bunched = this.totals.lastSizes(key)?.bunched;
+    this.totals.rememberSizes(key, { matches: total, walked: Number(meta._scope), indexed, bunched });
     return total;
   }
 

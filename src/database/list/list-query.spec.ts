@@ -1,4 +1,13 @@
-import { ListSpec, listPageSql, listScopeSql, listSearchCountSql, listSearchSql, searchPlan } from './list-query';
+import {
+  ListSpec,
+  listPageSql,
+  listScopeSql,
+  listSearchCountSql,
+  listSearchSql,
+  listWalkPageSql,
+  searchPlan,
+  walkCap,
+} from './list-query';
 import { SqlParams } from './sql-params';
 
 const SPEC: ListSpec = {
@@ -11,6 +20,7 @@ const SPEC: ListSpec = {
   unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
   searchText: 't.search_text',
   pieceCounts: { table: 'thing_piece_counts', count: 'things', perUnit: false },
+  walkColumns: 't.id, t.name, t.search_text',
 };
 
 describe('searchPlan', () => {
@@ -26,15 +36,18 @@ describe('searchPlan', () => {
     expect(searchPlan(38_000, 200_000, 7_500, 15, true)).toBe('index');
   });
 
-  it('collects the matches of a fragment bunched in list order unless a walk through the whole scope costs less', () => {
-    // "23010": 1,858 accession numbers of one month; spread out they would be walked (~1,600 rows).
+  it('collects the matches of a search whose walk came back short (bunched), unless the index cannot serve it', () => {
     expect(searchPlan(1_858, 200_000, 0, 15, true)).toBe('walk');
     expect(searchPlan(1_858, 200_000, 0, 15, true, true)).toBe('index');
-    expect(searchPlan(19_999, 200_000, 0, 15, true, true)).toBe('index');
-    // "000": nearly every patient id; the walk fills the page at once.
-    expect(searchPlan(20_000, 200_000, 0, 15, true, true)).toBe('walk');
-    expect(searchPlan(190_000, 200_000, 0, 15, true, true)).toBe('walk');
+    expect(searchPlan(38_000, 200_000, 0, 15, true, true)).toBe('index');
     expect(searchPlan(3, 200_000, 0, 15, false, true)).toBe('walk');
+  });
+
+  it('caps a walk at four times the rows spread-out matches need, 2,000 at least', () => {
+    expect(walkCap(1_858, 200_000, 0, 15)).toBe(6_459); // 15 x 200,000 / 1,858 = 1,615 rows expected
+    expect(walkCap(38_000, 200_000, 0, 15)).toBe(2_000);
+    expect(walkCap(38_000, 200_000, 285, 15)).toBe(6_316);
+    expect(walkCap(0, 200_000, 0, 15)).toBe(12_000_000);
   });
 
   it('walks when the index cannot serve the fragment, whatever the matches', () => {
@@ -81,6 +94,20 @@ describe('list SQL', () => {
       "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
     );
     expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
+  });
+
+  it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {
+    const p = new SqlParams();
+    const scope = `t.tenant_id = ${p.add('tenant')}`;
+    const match = `t.search_text LIKE ${p.add('%a%')}`;
+    const sql = listWalkPageSql(SPEC, scope, match, 'NULL AS _total', p, 0, 15, 6_459);
+    expect(sql.replace(/\s+/g, ' ')).toBe(
+      'SELECT t.id, t.name, NULL AS _total FROM things t WHERE t.id IN (SELECT t.id FROM (SELECT t.id, t.name, t.search_text ' +
+        'FROM things t WHERE t.tenant_id = $1 ORDER BY t.name ASC, t.id ASC LIMIT $3) t WHERE t.search_text LIKE $2 ' +
+        'ORDER BY t.name ASC, t.id ASC LIMIT $4 OFFSET $5) ORDER BY t.name ASC, t.id ASC',
+    );
+    expect(p.values).toEqual(['tenant', '%a%', 6_459, 15, 0]);
+    expect(() => listWalkPageSql({ ...SPEC, walkColumns: undefined }, 'TRUE', 'TRUE', '', new SqlParams(), 0, 15, 1)).toThrow();
   });
 });
 

@@ -35,6 +35,12 @@ export interface ListSpec {
    * perUnit: true }`. A scope its rows cannot express (a unit's patients) counts through the index.
    */
   pieceCounts: { table: string; count: string; perUnit: boolean };
+  /**
+   * For lists whose search walks go through listWalkPageSql: what a walk reads of each row to test
+   * it and keep the list order (the id, the order's columns and `searchText`). Held by the scope's
+   * order index, a walk never leaves it. The patients list walks its name order directly.
+   */
+  walkColumns?: string;
 }
 
 /**
@@ -107,14 +113,8 @@ export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: str
  * rows (`walked`: the rows the walk goes through, the scope's own or, for a unit's patients, the
  * tenant's); the search index visits each match once (its terms know the tenant and unit, so
  * nothing outside the scope is read) and sorts them. A fragment the index cannot serve is walked.
- *
- * That estimate holds when the matches are spread over the list order. `bunched` says they may sit
- * together in one stretch of it (the studies' date order and a fragment of an accession number or
- * patient id, both handed out in time order: "23010" is January 2023's accessions): a walk from the
- * top may then go through nearly the whole scope before its first match (498,931 rows for 15 of
- * "23010"'s 1,858, 263 ms). Such a search walks only when even that costs less than visiting every
- * match, at about INDEX_MATCH_COST walked rows a match (a heap visit in random order against the
- * next row of an index in order: 7.7 against 0.5 us measured).
+ * `bunched`: a walk of this search came back short (see walkCap), so its matches sit together in
+ * the list order and the estimate does not hold for it.
  */
 export function searchPlan(
   matches: number,
@@ -125,12 +125,24 @@ export function searchPlan(
   bunched = false,
 ): SearchPlan {
   if (!indexed) return 'walk';
-  if (matches <= 0 || walked <= 0) return 'index';
-  if (bunched) return matches * INDEX_MATCH_COST >= walked ? 'walk' : 'index';
+  if (matches <= 0 || walked <= 0 || bunched) return 'index';
   return ((offset + limit) * walked) / matches <= matches ? 'walk' : 'index';
 }
 
-const INDEX_MATCH_COST = 10;
+/**
+ * How many rows a walk may go through before giving up on the page: four times what matches spread
+ * over the list order need, and 2,000 at least. Matches may instead sit together (a fragment of an
+ * accession number or patient id, handed out in time order as the studies are listed: "23010" is
+ * January 2023's accessions, and a walk from the newest went through 498,931 rows for its first
+ * page, 263 ms); a walk that comes back short then leaves the page to the search index.
+ */
+export function walkCap(matches: number, walked: number, offset: number, limit: number): number {
+  const expected = ((offset + limit) * walked) / Math.max(1, matches);
+  return Math.max(WALK_CAP_MIN, Math.ceil(WALK_CAP_FACTOR * expected));
+}
+
+const WALK_CAP_FACTOR = 4;
+const WALK_CAP_MIN = 2_000;
 
 /**
  * One page in list order, with `extra` (scalar subqueries: a total, counters) on every row. Shallow
@@ -152,4 +164,29 @@ export function listPageSql(
   if (offset <= DIRECT_OFFSET_MAX) return `SELECT ${spec.columns}, ${extra} FROM ${spec.from} WHERE ${where} ${page}`;
   return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
            WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
+}
+
+/**
+ * One page of a walk: the scope's rows in list order, at most `cap` of them (walkCap), tested
+ * against `match`; the page's ids first, then those rows whole. With `walkColumns` in the scope's
+ * order index the walk is an index-only scan that stops at the page's last match; the caller
+ * compares the rows it got with what the exact total promises, to tell a cap reached.
+ */
+export function listWalkPageSql(
+  spec: ListSpec,
+  scope: string,
+  match: string,
+  extra: string,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+  cap: number,
+): string {
+  const alias = spec.from.split(' ')[1];
+  if (!spec.walkColumns) throw new Error(`${spec.from}: no walkColumns`);
+  const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${p.add(cap)}`;
+  return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
+           WHERE ${spec.id} IN (SELECT ${spec.id} FROM (${walked}) ${alias} WHERE ${match}
+                                 ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
+           ORDER BY ${spec.order}`;
 }

@@ -10,6 +10,8 @@ export interface SearchSizes {
   walked: number;
   /** Whether the search index can serve the fragment. */
   indexed: boolean;
+  /** A walk of it reached its cap: its matches sit together in the list order (see walkCap). */
+  bunched?: boolean;
 }
 
 /** SQL expressions (scalar subqueries) over the counters of a scope, to put in a list's statement. */
