@@ -12,6 +12,7 @@ import {
   listSearchSql,
   ListTotals,
   PreparedQueries,
+  searchCountPlan,
   searchIndexedSql,
   SearchPlan,
   searchPlan,
@@ -123,7 +124,7 @@ export class PatientsRepository {
     const key = JSON.stringify(['patients', scope, search ?? null]);
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, search, q, meta.indexed ? 'index' : 'walk');
+      const where = this.conditions(scope, search, q, searchCountPlan(Number(meta.tenant), meta.indexed));
       const count = search ? listSearchCountSql(PATIENTS_LIST, scope, search, where, q) : listCountSql(PATIENTS_LIST, where);
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${count} AS total, ${this.totals.patients(scope, q).version} AS version`,

@@ -14,6 +14,7 @@ import {
   PreparedQueries,
   searchIndexedSql,
   SearchPlan,
+  searchCountPlan,
   searchPlan,
   SearchSizes,
   SqlParams,
@@ -255,7 +256,7 @@ export class StudiesRepository {
   ): Promise<number> {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, filter, q, indexed ? 'index' : 'walk');
+      const where = this.conditions(scope, filter, q, searchCountPlan(Number(meta._scope), indexed));
       // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
       const count =
         filter.patientUuid || filter.excludeId

@@ -400,39 +400,39 @@ describe('Studies, series, instances and images', () => {
       });
     });
 
-    it('finds the page of a fragment whose matches all sit at the far end of the list order (a walk that reaches its cap)', async () => {
-      // 2,200 recent studies and, before them all, 300 of one old month's accession numbers: enough
-      // matches that the plan walks the date order (300^2 >= 15 x 2,500), none within the walk's cap
-      // of 2,000 rows. The page comes from the search index instead, then and on the next request.
-      const bunched = await createClinic(t.db, t.http);
+    it('finds the pages of a clinic of more than 10,000 studies through a capped walk or the search index', async () => {
+      // 9,900 recent studies and, before them all, 600 of one old month's accession numbers. "old2301":
+      // enough matches that the plan walks the date order (600^2 >= 15 x 10,500), none within the
+      // walk's cap of 2,000 rows, so the page comes from the search index, then and on the next
+      // request. "old2301-7" (11 matches) is collected through the index from the start. A scope of
+      // 10,000 or fewer is always walked: this one is above, so both plans are exercised here.
+      const big = await createClinic(t.db, t.http);
       await t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
                               accession_number, study_date, modalities, report_status, created_at)
          SELECT $1, $2, 'walk-' || $3 || '-' || n, '1.2.3.' || n || '.' || $3, 'P' || n, 'DOE^JOHN',
-                CASE WHEN n <= 300 THEN 'OLD2301-' || n ELSE 'NEW2611-' || n END,
-                CASE WHEN n <= 300 THEN date '2023-01-01' + (n % 28) ELSE date '2026-11-01' + (n % 20) END,
+                CASE WHEN n <= 600 THEN 'OLD2301-' || n ELSE 'NEW2611-' || n END,
+                CASE WHEN n <= 600 THEN date '2023-01-01' + (n % 28) ELSE date '2026-11-01' + (n % 20) END,
                 '{CT}', 'pending', now()
-           FROM generate_series(1, 2500) n`,
-        [bunched.tenant.id, bunched.unit1.id, bunched.tenant.id.slice(0, 8)],
+           FROM generate_series(1, 10500) n`,
+        [big.tenant.id, big.unit1.id, big.tenant.id.slice(0, 8)],
       );
-      const [{ expected }] = await t.db.query(
-        `SELECT array_agg(accession_number ORDER BY study_date DESC, created_at DESC, id DESC) AS expected
-           FROM (SELECT * FROM studies WHERE tenant_id = $1 AND accession_number LIKE 'OLD2301-%'
-                  ORDER BY study_date DESC, created_at DESC, id DESC LIMIT 15) s`,
-        [bunched.tenant.id],
-      );
-      for (let request = 0; request < 2; request++) {
-        const res = await t.http.get('/api/studies', { token: bunched.adminToken, query: { search: 'old2301' } });
-        expect(res.status).toBe(200);
-        expect({
-          request,
-          total: res.body.total,
-          page: res.body.data.map((s: { accession_number: string }) => s.accession_number),
-        }).toEqual({
-          request,
-          total: 300,
-          page: expected,
-        });
+      for (const [fragment, like, total] of [
+        ['old2301', 'OLD2301-%', 600],
+        ['old2301-7', 'OLD2301-7%', 11],
+      ] as const) {
+        const [{ expected }] = await t.db.query(
+          `SELECT array_agg(accession_number ORDER BY study_date DESC, created_at DESC, id DESC) AS expected
+             FROM (SELECT * FROM studies WHERE tenant_id = $1 AND accession_number LIKE $2
+                    ORDER BY study_date DESC, created_at DESC, id DESC LIMIT 15) s`,
+          [big.tenant.id, like],
+        );
+        for (let request = 0; request < 2; request++) {
+          const res = await t.http.get('/api/studies', { token: big.adminToken, query: { search: fragment } });
+          expect(res.status).toBe(200);
+          const page = res.body.data.map((s: { accession_number: string }) => s.accession_number);
+          expect({ fragment, request, total: res.body.total, page }).toEqual({ fragment, request, total, page: expected });
+        }
       }
     });
 

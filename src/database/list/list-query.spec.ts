@@ -5,6 +5,7 @@ import {
   listSearchCountSql,
   listSearchSql,
   listWalkPageSql,
+  searchCountPlan,
   searchPlan,
   walkCap,
 } from './list-query';
@@ -57,7 +58,18 @@ describe('searchPlan', () => {
   it("counts a walk over what is walked: for a unit, its studies; for a unit's patients, the tenant's", () => {
     expect(searchPlan(300, 3_000, 0, 15, true)).toBe('walk');
     expect(searchPlan(300, 200_000, 0, 15, true)).toBe('index');
-    expect(searchPlan(0, 3_000, 0, 15, true)).toBe('index');
+    expect(searchPlan(0, 200_000, 0, 15, true)).toBe('index');
+  });
+
+  it('walks a scope of 10,000 rows or fewer whole, for its pages and its count, bunched or not', () => {
+    expect(searchPlan(1, 10_000, 0, 15, true)).toBe('walk');
+    expect(searchPlan(1, 10_000, 0, 15, true, true)).toBe('walk');
+    expect(searchPlan(1, 10_001, 0, 15, true)).toBe('index');
+    expect(walkCap(1, 3_453, 0, 15)).toBe(207_180);
+    expect(walkCap(3_000, 9_000, 0, 15)).toBe(9_000);
+    expect(searchCountPlan(10_000, true)).toBe('walk');
+    expect(searchCountPlan(10_001, true)).toBe('index');
+    expect(searchCountPlan(200_000, false)).toBe('walk');
   });
 });
 

@@ -114,7 +114,8 @@ export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: str
  * tenant's); the search index visits each match once (its terms know the tenant and unit, so
  * nothing outside the scope is read) and sorts them. A fragment the index cannot serve is walked.
  * `bunched`: a walk of this search came back short (see walkCap), so its matches sit together in
- * the list order and the estimate does not hold for it.
+ * the list order and the estimate does not hold for it. A scope of at most WALK_WHOLE_SCOPE rows is
+ * always walked (see searchCountPlan).
  */
 export function searchPlan(
   matches: number,
@@ -124,8 +125,8 @@ export function searchPlan(
   indexed: boolean,
   bunched = false,
 ): SearchPlan {
-  if (!indexed) return 'walk';
-  if (matches <= 0 || walked <= 0 || bunched) return 'index';
+  if (!indexed || walked <= WALK_WHOLE_SCOPE) return 'walk';
+  if (matches <= 0 || bunched) return 'index';
   return ((offset + limit) * walked) / matches <= matches ? 'walk' : 'index';
 }
 
@@ -138,8 +139,22 @@ export function searchPlan(
  */
 export function walkCap(matches: number, walked: number, offset: number, limit: number): number {
   const expected = ((offset + limit) * walked) / Math.max(1, matches);
-  return Math.max(WALK_CAP_MIN, Math.ceil(WALK_CAP_FACTOR * expected));
+  return Math.max(WALK_CAP_MIN, walked <= WALK_WHOLE_SCOPE ? walked : 0, Math.ceil(WALK_CAP_FACTOR * expected));
 }
+
+/**
+ * How a search's total is counted when no piece count holds it: through the search index, or by
+ * testing every row of the scope. The index's terms do not know the scope until after they are
+ * read: a prefix term is expanded over the whole archive first ("00010":* is 49,980 studies at
+ * 1,000,000, 17-35 ms before the scope narrows it to a unit's 54), where testing each of the
+ * unit's 3,453 rows inside its order index took 1.1-1.9 ms. Up to WALK_WHOLE_SCOPE rows (a few ms
+ * at most) the scope is tested row by row, and its pages are walked.
+ */
+export function searchCountPlan(walked: number, indexed: boolean): SearchPlan {
+  return indexed && walked > WALK_WHOLE_SCOPE ? 'index' : 'walk';
+}
+
+const WALK_WHOLE_SCOPE = 10_000;
 
 const WALK_CAP_FACTOR = 4;
 const WALK_CAP_MIN = 2_000;
