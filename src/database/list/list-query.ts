@@ -70,11 +70,15 @@ export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams): st
  *   index nor trusts an estimate for it (an opaque expression counts as matching half the rows), so
  *   it walks the list-order index until the page is full.
  * For a count, `index` when indexed, else the exact match over the scope.
+ * The folded pattern and the terms are scalar subqueries, computed once per statement: these
+ * statements are prepared, and in a generic plan `search_fold($1)` is a call per row tested (the
+ * unaccent dictionary each time): walking a unit's 3,453 rows took 13.2 ms so, 1.6 ms with the
+ * pattern computed once; collecting "eira ol" through the index 24.4 against 6.8 ms.
  */
 export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, plan: SearchPlan): string {
-  const match = `${spec.searchText} LIKE search_fold(${p.add(likePattern(search))})`;
+  const match = `${spec.searchText} LIKE (SELECT search_fold(${p.add(likePattern(search))}))`;
   if (plan === 'walk') return `coalesce(${match}, false)`;
-  return `${match} AND search_lexemes(${spec.searchText}) @@ search_query(${p.add(search)})`;
+  return `${match} AND search_lexemes(${spec.searchText}) @@ (SELECT search_query(${p.add(search)}))`;
 }
 
 /** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */

@@ -57,7 +57,7 @@ export class QidoRepository {
       else {
         where.push(condition);
         if (indexed && match.indexedRun)
-          where.push(`search_lexemes(s.search_text) @@ search_query(${p.add(match.indexedRun)})`);
+          where.push(`search_lexemes(s.search_text) @@ (SELECT search_query(${p.add(match.indexedRun)}))`);
       }
     };
     insensitive('s.patient_name', query.patientName, true);
