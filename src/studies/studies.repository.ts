@@ -172,8 +172,8 @@ export class StudiesRepository {
    * exact count then picks the plan of the page (searchPlan): no matches, no page query. A search
    * seen before takes its plan from the sizes last seen and reads its page together with the
    * scope's version, so when nothing changed since, it is one statement. A walk that comes back
-   * short of what the total promises reached its cap (walkCap): the page is read again through the
-   * search index, and that search is collected so from then on.
+   * short of what the total promises reached its cap (walkCap): the page is read again by the plan
+   * for bunched matches, and so from then on.
    */
   private async searchStudies(
     scope: DataScope,
@@ -192,7 +192,7 @@ export class StudiesRepository {
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
         if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
-        return { rows: await this.collectAfterShortWalk(key, scope, filter, offset, limit), total };
+        return { rows: await this.afterShortWalk(key, scope, filter, total, seen.walked, offset, limit), total };
       }
     }
     const p = new SqlParams();
@@ -207,7 +207,7 @@ export class StudiesRepository {
     const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed, sizes.bunched);
     const rows: ListRow[] = await this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
     if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
-    return { rows: await this.collectAfterShortWalk(key, scope, filter, offset, limit), total };
+    return { rows: await this.afterShortWalk(key, scope, filter, total, Number(meta._scope), offset, limit), total };
   }
 
   /** One page of a search by `plan`, with `extra` (scalar subqueries) on every row. */
@@ -227,23 +227,27 @@ export class StudiesRepository {
     }
     const base = this.conditions(scope, { ...filter, search: undefined }, p);
     const match = listSearchSql(STUDIES_LIST, filter.search as string, p, 'walk');
-    const cap = walkCap(sizes.matches, sizes.walked, offset, limit);
+    const cap = walkCap(sizes.matches, sizes.walked, offset, limit, sizes.bunched);
     return this.prepared.query(listWalkPageSql(STUDIES_LIST, base, match, extra, p, offset, limit, cap), p.values);
   }
 
-  /** The page of a search whose walk reached its cap, through the search index; remembered. */
-  private async collectAfterShortWalk(
+  /**
+   * The page of a search whose walk reached its cap: its matches are bunched (remembered), and the
+   * page is read by the plan searchPlan gives such a search.
+   */
+  private async afterShortWalk(
     key: string,
     scope: DataScope,
     filter: StudyFilter,
+    total: number,
+    walked: number,
     offset: number,
     limit: number,
   ): Promise<Study[]> {
-    const sizes = this.totals.lastSizes(key);
-    if (sizes) this.totals.rememberSizes(key, { ...sizes, bunched: true });
-    const p = new SqlParams();
-    const where = this.conditions(scope, filter, p, 'index');
-    return this.prepared.query(listPageSql(STUDIES_LIST, where, 'NULL AS _total', p, offset, limit, true), p.values);
+    const sizes: SearchSizes = { ...(this.totals.lastSizes(key) ?? { matches: total, walked, indexed: true }), bunched: true };
+    this.totals.rememberSizes(key, sizes);
+    const plan = searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, true);
+    return this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
   }
 
   /** The exact total of a search at the version in `meta` (kept, or counted now). */

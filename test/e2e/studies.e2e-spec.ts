@@ -401,24 +401,28 @@ describe('Studies, series, instances and images', () => {
     });
 
     it('finds the pages of a clinic of more than 10,000 studies through a capped walk or the search index', async () => {
-      // 9,900 recent studies and, before them all, 600 of one old month's accession numbers. "old2301":
-      // enough matches that the plan walks the date order (600^2 >= 15 x 10,500), none within the
-      // walk's cap of 2,000 rows, so the page comes from the search index, then and on the next
-      // request. "old2301-7" (11 matches) is collected through the index from the start. A scope of
-      // 10,000 or fewer is always walked: this one is above, so both plans are exercised here.
+      // 9,900 recent studies and, before them all, 450 of January 2023's accession numbers and 150 of
+      // February's. "old2301" (450) and "old230" (600) have enough matches that the plan walks the
+      // date order (450^2 >= 15 x 10,500), none within the walk's cap of 2,000 rows: the walk comes
+      // back short and the page is read again, through the search index for 450 matches, by a walk of
+      // the whole clinic for 600 (20 x 600 >= 10,500), then and on the next request. "old2301-7" (11
+      // matches) is collected through the index from the start. A scope of 10,000 or fewer is always
+      // walked: this one is above, so every plan is exercised here.
       const big = await createClinic(t.db, t.http);
       await t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
                               accession_number, study_date, modalities, report_status, created_at)
          SELECT $1, $2, 'walk-' || $3 || '-' || n, '1.2.3.' || n || '.' || $3, 'P' || n, 'DOE^JOHN',
-                CASE WHEN n <= 600 THEN 'OLD2301-' || n ELSE 'NEW2611-' || n END,
-                CASE WHEN n <= 600 THEN date '2023-01-01' + (n % 28) ELSE date '2026-11-01' + (n % 20) END,
+                CASE WHEN n <= 450 THEN 'OLD2301-' || n WHEN n <= 600 THEN 'OLD2302-' || n ELSE 'NEW2611-' || n END,
+                CASE WHEN n <= 450 THEN date '2023-01-01' + (n % 28) WHEN n <= 600 THEN date '2023-02-01' + (n % 28)
+                     ELSE date '2026-11-01' + (n % 20) END,
                 '{CT}', 'pending', now()
            FROM generate_series(1, 10500) n`,
         [big.tenant.id, big.unit1.id, big.tenant.id.slice(0, 8)],
       );
       for (const [fragment, like, total] of [
-        ['old2301', 'OLD2301-%', 600],
+        ['old2301', 'OLD2301-%', 450],
+        ['old230', 'OLD230%', 600],
         ['old2301-7', 'OLD2301-7%', 11],
       ] as const) {
         const [{ expected }] = await t.db.query(

@@ -37,10 +37,12 @@ describe('searchPlan', () => {
     expect(searchPlan(38_000, 200_000, 7_500, 15, true)).toBe('index');
   });
 
-  it('collects the matches of a search whose walk came back short (bunched), unless the index cannot serve it', () => {
+  it('collects the matches of a search whose walk came back short (bunched), unless walking the whole scope costs less', () => {
     expect(searchPlan(1_858, 200_000, 0, 15, true)).toBe('walk');
-    expect(searchPlan(1_858, 200_000, 0, 15, true, true)).toBe('index');
-    expect(searchPlan(38_000, 200_000, 0, 15, true, true)).toBe('index');
+    expect(searchPlan(1_858, 200_000, 0, 15, true, true)).toBe('index'); // "23010"
+    expect(searchPlan(9_999, 200_000, 0, 15, true, true)).toBe('index');
+    expect(searchPlan(11_144, 200_000, 0, 15, true, true)).toBe('walk'); // "301": 20 x 11,144 > 200,000
+    expect(walkCap(11_144, 200_000, 0, 15, true)).toBe(200_000);
     expect(searchPlan(3, 200_000, 0, 15, false, true)).toBe('walk');
   });
 
