@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       JWT_REFRESH_TTL: 20160,
       VIEWER_TOKEN_TTL: 600,
       MIGRATIONS_RUN: true,
+      DATABASE_STATEMENT_TIMEOUT: 30_000,
       trustProxy: false,
       HOST: '0.0.0.0',
     });
@@ -128,6 +129,13 @@ describe('loadConfig', () => {
     ['10.0.0.1, 10.0.0.2', ['10.0.0.1', '10.0.0.2']],
   ])('reads TRUST_PROXY=%s', (value, expected) => {
     expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+  });
+
+  it('reads DATABASE_STATEMENT_TIMEOUT in milliseconds, 0 for none, and refuses anything else', () => {
+    expect(load({ DATABASE_STATEMENT_TIMEOUT: '5000' }).DATABASE_STATEMENT_TIMEOUT).toBe(5000);
+    expect(load({ DATABASE_STATEMENT_TIMEOUT: '0' }).DATABASE_STATEMENT_TIMEOUT).toBe(0);
+    expect(() => load({ DATABASE_STATEMENT_TIMEOUT: '-1' })).toThrow(/DATABASE_STATEMENT_TIMEOUT="-1"/);
+    expect(() => load({ DATABASE_STATEMENT_TIMEOUT: '30s' })).toThrow(/DATABASE_STATEMENT_TIMEOUT="30s"/);
   });
 
   it('reads MIGRATIONS_RUN=false as false', () => {

@@ -105,6 +105,16 @@ export class EnvironmentVariables {
   @IsBoolean()
   MIGRATIONS_RUN = true;
 
+  /**
+   * Milliseconds a statement of the service may run before PostgreSQL cancels it (0: no limit); a
+   * request whose statement is cancelled answers 503. Without it, a count whose client had given up
+   * kept a connection busy for minutes. Migrations run without it.
+   */
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(0)
+  DATABASE_STATEMENT_TIMEOUT = 30_000;
+
   @Transform(toBoolean)
   @IsBoolean()
   COOKIE_SECURE = false;

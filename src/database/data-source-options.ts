@@ -1,9 +1,11 @@
 import { join } from 'path';
 import { Client } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
+import { MigrationExecutor } from 'typeorm/migration/MigrationExecutor';
 import { ENTITIES } from './entities';
 
-export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+/** `statementTimeoutMs`: PostgreSQL's statement_timeout on every connection of the pool (0: none). */
+export function dataSourceOptions(databaseUrl: string, statementTimeoutMs = 0): DataSourceOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
@@ -15,7 +17,11 @@ export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
     // TypeORM's error log prints a failed query's parameters (password hashes, signatures);
     // failures reach the error filter, which logs them without parameters.
     logging: false,
-    extra: { max: 20, connectionTimeoutMillis: 5000 },
+    extra: {
+      max: 20,
+      connectionTimeoutMillis: 5000,
+      ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+    },
   };
 }
 
@@ -48,18 +54,27 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
+    // On this connection, whatever the pool's statement timeout: an index rebuild or a backfill of
+    // a million rows takes minutes, and so does waiting here for another process that migrates.
+    await runner.query('SET statement_timeout = 0');
     await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    const executor = new MigrationExecutor(dataSource, runner);
+    executor.transaction = 'each';
+    const applied = await executor.executePendingMigrations();
     return applied.map((m) => m.name);
   } finally {
+    await runner.query('RESET statement_timeout').catch(() => undefined);
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
     await runner.release();
   }
 }
 
-export async function openDataSource(databaseUrl: string, options: { migrate: boolean }): Promise<DataSource> {
+export async function openDataSource(
+  databaseUrl: string,
+  options: { migrate: boolean; statementTimeoutMs?: number },
+): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
-  const dataSource = await new DataSource(dataSourceOptions(databaseUrl)).initialize();
+  const dataSource = await new DataSource(dataSourceOptions(databaseUrl, options.statementTimeoutMs)).initialize();
   if (options.migrate) await runMigrations(dataSource);
   return dataSource;
 }

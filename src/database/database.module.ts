@@ -10,13 +10,18 @@ import { dataSourceOptions, openDataSource } from './data-source-options';
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        ...dataSourceOptions(config.DATABASE_URL),
+        ...dataSourceOptions(config.DATABASE_URL, config.DATABASE_STATEMENT_TIMEOUT),
         migrationsRun: config.MIGRATIONS_RUN,
+        statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT,
       }),
       // Our own factory: creates the database if missing and migrates under an advisory lock.
       dataSourceFactory: async (options) => {
-        const { url, migrationsRun } = options as { url: string; migrationsRun?: boolean };
-        return openDataSource(url, { migrate: migrationsRun !== false });
+        const { url, migrationsRun, statementTimeoutMs } = options as {
+          url: string;
+          migrationsRun?: boolean;
+          statementTimeoutMs?: number;
+        };
+        return openDataSource(url, { migrate: migrationsRun !== false, statementTimeoutMs });
       },
     }),
   ],

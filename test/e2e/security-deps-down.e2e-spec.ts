@@ -39,4 +39,25 @@ describe('authenticated requests while a dependency is down', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ message: 'Service unavailable.' });
   }, 30_000);
+
+  it('answers 503 when a statement runs past DATABASE_STATEMENT_TIMEOUT, and answers again once the lock is gone', async () => {
+    t = await createTestApp({ DATABASE_STATEMENT_TIMEOUT: '300' });
+    const token = await validToken(t);
+    // Another session holds the studies counters: the list's statement waits on the lock until
+    // PostgreSQL cancels it at 300 ms.
+    const holder = t.db.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query('LOCK TABLE study_counts IN ACCESS EXCLUSIVE MODE');
+      const res = await t.http.get('/api/studies', { token });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
+      const [{ timeout }] = await t.db.query(`SELECT current_setting('statement_timeout') AS timeout`);
+      expect(timeout).toBe('300ms');
+    } finally {
+      await holder.rollbackTransaction().catch(() => undefined);
+      await holder.release();
+    }
+    expect((await t.http.get('/api/studies', { token })).status).toBe(200);
+  }, 30_000);
 });

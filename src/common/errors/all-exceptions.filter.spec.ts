@@ -12,6 +12,14 @@ describe('isDependencyDown', () => {
       Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }),
     ],
     ['a closed Redis connection', new Error('Connection is closed.')],
+    [
+      'a statement cancelled by the statement timeout',
+      {
+        name: 'QueryFailedError',
+        message: 'x',
+        driverError: { code: '57014', message: 'canceling statement due to statement timeout' },
+      },
+    ],
   ])('recognises %s', (_, error) => {
     expect(isDependencyDown(error)).toBe(true);
   });

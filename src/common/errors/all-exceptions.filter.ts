@@ -87,7 +87,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
 const UNAVAILABLE_MESSAGE =
   /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection is closed|Connection terminated|terminating connection|timeout exceeded when trying to connect|Driver not Connected|Cannot use a pool after calling end|MaxRetriesPerRequest|Stream isn't writeable|the database system is (starting up|shutting down)/i;
 
-/** PostgreSQL or Redis unreachable: a 503 the client may retry, not a 500. */
+/** PostgreSQL or Redis unreachable, or a statement over its time: a 503 the client may retry, not a 500. */
 export function isDependencyDown(error: unknown): boolean {
   for (
     let e = error as { message?: string; code?: string; name?: string; driverError?: unknown; cause?: unknown } | undefined,
@@ -96,7 +96,9 @@ export function isDependencyDown(error: unknown): boolean {
     depth++
   ) {
     const code = String(e.code ?? '');
-    if (/^(08|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
+    // 08: connection lost; 57P: server shutting down; 57014: a statement cancelled by the
+    // DATABASE_STATEMENT_TIMEOUT (or by an operator).
+    if (/^(08|57P)/.test(code) || ['57014', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)) return true;
     if (e.name === 'MaxRetriesPerRequestError' || UNAVAILABLE_MESSAGE.test(String(e.message ?? ''))) return true;
     e = (e.driverError ?? e.cause) as typeof e;
   }
