@@ -4,6 +4,7 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import {
+  COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
   listCountSql,
   listPageSql,
@@ -187,7 +188,15 @@ export class StudiesRepository {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
-      const plan = searchPlan(seen.matches, seen.walked, offset, limit, seen.indexed, seen.bunched);
+      const plan = searchPlan(
+        seen.matches,
+        seen.walked,
+        offset,
+        limit,
+        seen.indexed,
+        seen.bunched,
+        COVERED_WALK_ROWS_PER_MATCH,
+      );
       const rows: SearchRow[] = await this.searchPage(scope, filter, q, plan, seen, extra, offset, limit);
       if (rows.length > 0) {
         const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
@@ -204,7 +213,15 @@ export class StudiesRepository {
     const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
     if (total <= offset) return { rows: [], total };
     const sizes = this.totals.lastSizes(key) ?? { matches: total, walked: Number(meta._scope), indexed: meta._indexed };
-    const plan = searchPlan(total, Number(meta._scope), offset, limit, meta._indexed, sizes.bunched);
+    const plan = searchPlan(
+      total,
+      Number(meta._scope),
+      offset,
+      limit,
+      meta._indexed,
+      sizes.bunched,
+      COVERED_WALK_ROWS_PER_MATCH,
+    );
     const rows: ListRow[] = await this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
     if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
     return { rows: await this.afterShortWalk(key, scope, filter, total, Number(meta._scope), offset, limit), total };
@@ -246,7 +263,7 @@ export class StudiesRepository {
   ): Promise<Study[]> {
     const sizes: SearchSizes = { ...(this.totals.lastSizes(key) ?? { matches: total, walked, indexed: true }), bunched: true };
     this.totals.rememberSizes(key, sizes);
-    const plan = searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, true);
+    const plan = searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, true, COVERED_WALK_ROWS_PER_MATCH);
     return this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
   }
 

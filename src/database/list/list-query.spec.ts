@@ -1,4 +1,5 @@
 import {
+  COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
   listPageSql,
   listScopeSql,
@@ -38,12 +39,22 @@ describe('searchPlan', () => {
   });
 
   it('collects the matches of a search whose walk came back short (bunched), unless walking the whole scope costs less', () => {
-    expect(searchPlan(1_858, 200_000, 0, 15, true)).toBe('walk');
-    expect(searchPlan(1_858, 200_000, 0, 15, true, true)).toBe('index'); // "23010"
-    expect(searchPlan(9_999, 200_000, 0, 15, true, true)).toBe('index');
-    expect(searchPlan(11_144, 200_000, 0, 15, true, true)).toBe('walk'); // "301": 20 x 11,144 > 200,000
+    const covered = COVERED_WALK_ROWS_PER_MATCH;
+    expect(searchPlan(1_858, 200_000, 0, 15, true, false, covered)).toBe('walk');
+    expect(searchPlan(1_858, 200_000, 0, 15, true, true, covered)).toBe('index'); // "23010"
+    expect(searchPlan(9_999, 200_000, 0, 15, true, true, covered)).toBe('index');
+    expect(searchPlan(11_144, 200_000, 0, 15, true, true, covered)).toBe('walk'); // "301": 20 x 11,144 > 200,000
     expect(walkCap(11_144, 200_000, 0, 15, true)).toBe(200_000);
-    expect(searchPlan(3, 200_000, 0, 15, false, true)).toBe('walk');
+    expect(searchPlan(3, 200_000, 0, 15, false, true, covered)).toBe('walk');
+  });
+
+  it('walks sooner when a walk stays inside the order index (a collected match costs 20 walked entries)', () => {
+    // Break-even at 200,000 rows and page 1: 15 x 200,000 / m <= 20 m, m >= 388.
+    expect(searchPlan(1_300, 200_000, 0, 15, true)).toBe('index');
+    expect(searchPlan(1_300, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('walk');
+    expect(searchPlan(388, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('walk');
+    expect(searchPlan(387, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('index');
+    expect(searchPlan(1_300, 200_000, 7_500, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('index');
   });
 
   it('caps a walk at four times the rows spread-out matches need, 2,000 at least', () => {
