@@ -96,6 +96,10 @@ interface SearchMeta {
 }
 type SearchRow = Study & SearchMeta;
 
+/** The plan of a search's page from its sizes; studies walk inside their order indexes. */
+const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
+  searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, sizes.bunched, COVERED_WALK_ROWS_PER_MATCH);
+
 // About 330 bytes of JSON each: a part stays well below V8's large-object size (128 KB).
 const INSTANCES_PER_PART = 200;
 
@@ -188,20 +192,11 @@ export class StudiesRepository {
       const q = new SqlParams();
       const counters = this.totals.studies(scope, q);
       const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
-      const plan = searchPlan(
-        seen.matches,
-        seen.walked,
-        offset,
-        limit,
-        seen.indexed,
-        seen.bunched,
-        COVERED_WALK_ROWS_PER_MATCH,
-      );
+      const plan = planOf(seen, offset, limit);
       const rows: SearchRow[] = await this.searchPage(scope, filter, q, plan, seen, extra, offset, limit);
       if (rows.length > 0) {
-        const total = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
-        if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
-        return { rows: await this.afterShortWalk(key, scope, filter, total, seen.walked, offset, limit), total };
+        const sizes = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
+        return { rows: await this.completePage(key, scope, filter, plan, sizes, rows, offset, limit), total: sizes.matches };
       }
     }
     const p = new SqlParams();
@@ -210,21 +205,11 @@ export class StudiesRepository {
       `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
       p.values,
     );
-    const total = await this.searchTotal(key, scope, filter, meta, meta._indexed);
-    if (total <= offset) return { rows: [], total };
-    const sizes = this.totals.lastSizes(key) ?? { matches: total, walked: Number(meta._scope), indexed: meta._indexed };
-    const plan = searchPlan(
-      total,
-      Number(meta._scope),
-      offset,
-      limit,
-      meta._indexed,
-      sizes.bunched,
-      COVERED_WALK_ROWS_PER_MATCH,
-    );
+    const sizes = await this.searchTotal(key, scope, filter, meta, meta._indexed);
+    if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
+    const plan = planOf(sizes, offset, limit);
     const rows: ListRow[] = await this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
-    if (plan === 'index' || rows.length >= Math.min(limit, total - offset)) return { rows, total };
-    return { rows: await this.afterShortWalk(key, scope, filter, total, Number(meta._scope), offset, limit), total };
+    return { rows: await this.completePage(key, scope, filter, plan, sizes, rows, offset, limit), total: sizes.matches };
   }
 
   /** One page of a search by `plan`, with `extra` (scalar subqueries) on every row. */
@@ -249,32 +234,43 @@ export class StudiesRepository {
   }
 
   /**
-   * The page of a search whose walk reached its cap: its matches are bunched (remembered), and the
-   * page is read by the plan searchPlan gives such a search.
+   * `rows`, read by `plan`, unless a walk came back short of what the exact total promises: it
+   * reached its cap, so the search's matches are bunched (remembered) and the page is read again
+   * by the plan searchPlan gives such a search.
    */
-  private async afterShortWalk(
+  private async completePage<Row>(
     key: string,
     scope: DataScope,
     filter: StudyFilter,
-    total: number,
-    walked: number,
+    plan: SearchPlan,
+    sizes: SearchSizes,
+    rows: Row[],
     offset: number,
     limit: number,
-  ): Promise<Study[]> {
-    const sizes: SearchSizes = { ...(this.totals.lastSizes(key) ?? { matches: total, walked, indexed: true }), bunched: true };
-    this.totals.rememberSizes(key, sizes);
-    const plan = searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, true, COVERED_WALK_ROWS_PER_MATCH);
-    return this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
+  ): Promise<Row[]> {
+    if (plan === 'index' || rows.length >= Math.min(limit, sizes.matches - offset)) return rows;
+    const bunched: SearchSizes = { ...sizes, bunched: true };
+    this.totals.rememberSizes(key, bunched);
+    return this.searchPage(
+      scope,
+      filter,
+      new SqlParams(),
+      planOf(bunched, offset, limit),
+      bunched,
+      'NULL AS _total',
+      offset,
+      limit,
+    );
   }
 
-  /** The exact total of a search at the version in `meta` (kept, or counted now). */
+  /** The exact total of a search at the version in `meta` (kept, or counted now), as its sizes, remembered. */
   private async searchTotal(
     key: string,
     scope: DataScope,
     filter: StudyFilter,
     meta: SearchMeta,
     indexed: boolean,
-  ): Promise<number> {
+  ): Promise<SearchSizes> {
     const total = await this.totals.cached(key, meta._version, async () => {
       const q = new SqlParams();
       const where = this.conditions(scope, filter, q, searchCountPlan(Number(meta._scope), indexed));
@@ -289,9 +285,9 @@ export class StudiesRepository {
       );
       return { total: Number(row.total), version: row.version };
     });
-    const bunched = this.totals.lastSizes(key)?.bunched;
-    this.totals.rememberSizes(key, { matches: total, walked: Number(meta._scope), indexed, bunched });
-    return total;
+    const sizes = { matches: total, walked: Number(meta._scope), indexed, bunched: this.totals.lastSizes(key)?.bunched };
+    this.totals.rememberSizes(key, sizes);
+    return sizes;
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */
