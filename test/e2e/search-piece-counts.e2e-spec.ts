@@ -60,7 +60,8 @@ describe('search piece counts stay exact', () => {
   const randomName = () => {
     const words = Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(WORDS));
     if (random() < 0.2) words.push(words[0]); // a word twice
-    return words.join(pick([' ', '^', ' ', '  ']));
+    // Separators at the ends too: a piece at a word's edge must never take the field's U+001F.
+    return pick(['', '', '', ' ', '-']) + words.join(pick([' ', '^', ' ', '  ', ', '])) + pick(['', '', '', ' ', '.']);
   };
   const randomFields = () => ({
     patient_name: randomName(),
@@ -129,6 +130,24 @@ describe('search piece counts stay exact', () => {
       '_a',
       'a\\',
       'ss',
+      // At a word's edge (SearchEdgePieces): an end and a separator, a separator and a start, 1-2
+      // characters each side of one separator; and the same shapes the pieces do not hold.
+      'lva ',
+      ' sil',
+      'ão ',
+      'a s',
+      'o s',
+      'as si',
+      'a^',
+      '^ro',
+      ' da',
+      'a  s',
+      'lva s',
+      'a silva',
+      ', s',
+      '0 ',
+      ' 00',
+      '00 a',
     ]);
     while (out.size < n) {
       const text = pick(texts);
@@ -155,6 +174,7 @@ describe('search piece counts stay exact', () => {
       { kind: 'unit', tenantId: other.tenant.id, unitId: other.unit2.id },
     ];
     let pieces = 0;
+    let edges = 0;
     for (const fragment of fragmentsOf(
       rows.map((r) => r.t),
       30,
@@ -166,6 +186,7 @@ describe('search piece counts stay exact', () => {
         ] as const) {
           const found = await totals(spec, table, scope, fragment);
           if (found.piece) pieces++;
+          if (found.piece && /[^\p{L}\p{N}]/u.test(fragment)) edges++;
           expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
             label,
             seed,
@@ -178,6 +199,7 @@ describe('search piece counts stay exact', () => {
       }
     }
     expect(pieces).toBeGreaterThan(0);
+    expect(edges).toBeGreaterThan(0);
   };
 
   beforeAll(async () => {
@@ -262,7 +284,22 @@ describe('search piece counts stay exact', () => {
       [clinic.token1, 's.tenant_id = $2 AND s.unit_id = $3', ''],
       [superToken, 'TRUE', 'TRUE'],
     ];
-    for (const fragment of ['rigue', 'RIGUE', 'joao', 'ção', 'cao', '0006', '00060', '000604', 'ues jo', 'a%', 'x_']) {
+    for (const fragment of [
+      'rigue',
+      'RIGUE',
+      'joao',
+      'ção',
+      'cao',
+      '0006',
+      '00060',
+      '000604',
+      'ues jo',
+      'ues^',
+      '^jo',
+      's^j',
+      'a%',
+      'x_',
+    ]) {
       for (const [token, studiesScope, patientsScope] of callers) {
         const params = [likePattern(fragment), clinic.tenant.id, clinic.unit1.id];
         const used = (sql: string) => params.slice(0, sql.includes('$3') ? 3 : sql.includes('$2') ? 2 : 1);
@@ -317,6 +354,40 @@ describe('search piece counts stay exact', () => {
         .map((s: { patient_name: string }) => s.patient_name)
         .sort(),
     ).toEqual(['Antonio SILVA', 'Mario Silveira']);
+  });
+
+  it('search_piece() names the fragments the kept pieces answer', async () => {
+    const shapes: Array<[string, string | null]> = [
+      ['Rigue', 'rigue'],
+      ['lva ', 'lva '],
+      ['SÃO ', 'sao '],
+      [' oliv', ' oliv'],
+      ['^Jo', '^jo'],
+      ['o s', 'o s'],
+      ['as si', 'as si'],
+      ['a-b', 'a-b'],
+      // Not kept: too short, two separators, 3+ characters on both sides of one, a run of two,
+      // the fields' separator, 5+ characters with a digit.
+      ['ab', null],
+      ['a ', null],
+      [' a', null],
+      [' silva ', null],
+      ['lva s', null],
+      ['ana silva', null],
+      ['a  s', null],
+      ['ab\u001f', null],
+      ['a\u001fb', null],
+      ['00046', null],
+      ['0046 ', null],
+      ['046 ', '046 '],
+      ['1 2', '1 2'],
+      ['12 34', null],
+    ];
+    const [{ found }] = await db.query(
+      `SELECT array_agg(search_piece(f) ORDER BY n) AS found FROM unnest($1::text[]) WITH ORDINALITY x(f, n)`,
+      [shapes.map(([fragment]) => fragment)],
+    );
+    expect(shapes.map(([fragment], n) => [fragment, found[n]])).toEqual(shapes);
   });
 
   it('TRUNCATE empties the counts and rebuild_list_counts() recounts them', async () => {

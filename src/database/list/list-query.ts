@@ -94,11 +94,12 @@ export function listCountSql(spec: ListSpec, where: string): string {
 /**
  * The exact number of the scope's rows matching a search, as a scalar SQL expression; `where` is
  * the list conditions with the fragment (listSearchSql, plan `index` when indexed).
- * A fragment that is one piece (search_piece: 3+ letters or digits without a break, 5+ only without
- * a digit) matches a row exactly when it is a substring of one of its words, so its count is the sum
- * of the scope's rows of that piece in the piece counts: an index-only read of one row per unit (or
- * tenant), where counting through the search index visits a heap block per match. Anything else
- * is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run when read).
+ * A fragment that is one piece (search_piece: 3+ letters or digits without a break; or cut at a
+ * word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit) matches a row exactly
+ * when the row has it among its pieces (SearchPieceCounts, SearchEdgePieces), so its count is the
+ * sum of the scope's rows of that piece in the piece counts: an index-only read of one row per unit
+ * (or tenant), where counting through the search index visits a heap block per match. Anything
+ * else is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run when read).
  */
 export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, where: string, p: SqlParams): string {
   const counted = listCountSql(spec, where);

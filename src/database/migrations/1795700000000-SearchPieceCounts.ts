@@ -41,15 +41,29 @@ const REBUILD_LIST_COUNTS = `
         SELECT tenant_id, count(*), nextval('list_counts_version') FROM patients GROUP BY tenant_id;
 `;
 
-export class SearchPieceCounts1795700000000 implements MigrationInterface {
-  name = 'SearchPieceCounts1795700000000';
+/**
+ * The pieces of one word (`word`, `len`) appended to `pieces`: every substring of 3 or 4
+ * characters, and every longer one without a digit (SearchEdgePieces keeps the same rule).
+ */
+export const PIECES_INSIDE_WORD = `            digits := word ~ '[[:digit:]]';
+            FOR i IN 1 .. len - 2 LOOP
+              FOR n IN 3 .. len - i + 1 LOOP
+                piece := substr(word, i, n);
+                EXIT WHEN digits AND n > 4 AND piece ~ '[[:digit:]]';
+                pieces := pieces || piece;
+              END LOOP;
+            END LOOP;`;
 
-  public async up(q: QueryRunner): Promise<void> {
-    // A loop, not a query: a set-returning query over regexp_split_to_table and generate_series
-    // is estimated at millions of rows, and JIT then compiled it on every call (1 s each).
-    // A piece of 5+ characters with a digit ends the longer pieces from that start (they hold it too).
-    await q.query(`
-      CREATE FUNCTION search_pieces(folded text) RETURNS text[]
+/**
+ * search_pieces() and search_piece() as this migration created them, exported for the down() of
+ * the migration that widens them (SearchEdgePieces) to restore exactly.
+ *
+ * A loop, not a query: a set-returning query over regexp_split_to_table and generate_series is
+ * estimated at millions of rows, and JIT then compiled it on every call (1 s each). A piece of 5+
+ * characters with a digit ends the longer pieces from that start (they hold it too).
+ */
+export const SEARCH_PIECES_BY_WORD = `
+      CREATE OR REPLACE FUNCTION search_pieces(folded text) RETURNS text[]
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
         AS $$
         DECLARE
@@ -62,26 +76,26 @@ export class SearchPieceCounts1795700000000 implements MigrationInterface {
           FOREACH word IN ARRAY regexp_split_to_array(folded, '[^[:alnum:]]+') LOOP
             len := length(word);
             CONTINUE WHEN len < 3;
-            digits := word ~ '[[:digit:]]';
-            FOR i IN 1 .. len - 2 LOOP
-              FOR n IN 3 .. len - i + 1 LOOP
-                piece := substr(word, i, n);
-                EXIT WHEN digits AND n > 4 AND piece ~ '[[:digit:]]';
-                pieces := pieces || piece;
-              END LOOP;
-            END LOOP;
+${PIECES_INSIDE_WORD}
           END LOOP;
           RETURN ARRAY(SELECT DISTINCT unnest(pieces));
         END
-        $$`);
-    await q.query(`
-      CREATE FUNCTION search_piece(fragment text) RETURNS text
+        $$`;
+export const SEARCH_PIECE_BY_WORD = `
+      CREATE OR REPLACE FUNCTION search_piece(fragment text) RETURNS text
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
         AS $$
         SELECT CASE WHEN search_fold(fragment) ~ '^[[:alnum:]]{3,}$'
                      AND (length(search_fold(fragment)) <= 4 OR search_fold(fragment) !~ '[[:digit:]]')
                     THEN search_fold(fragment) END
-        $$`);
+        $$`;
+
+export class SearchPieceCounts1795700000000 implements MigrationInterface {
+  name = 'SearchPieceCounts1795700000000';
+
+  public async up(q: QueryRunner): Promise<void> {
+    await q.query(SEARCH_PIECES_BY_WORD);
+    await q.query(SEARCH_PIECE_BY_WORD);
 
     await q.query(`
       CREATE TABLE study_piece_counts (
