@@ -16,6 +16,7 @@ import {
   searchIndexedSql,
   SearchPlan,
   searchPlan,
+  scopeOnRows,
   SqlParams,
 } from '../database/list';
 
@@ -78,8 +79,14 @@ export class PatientsRepository {
   }
 
   /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
-  private conditions(scope: DataScope, search: string | undefined, p: SqlParams, plan: SearchPlan = 'index'): string {
-    const parts = [listScopeSql(PATIENTS_LIST, scope, p)];
+  private conditions(
+    scope: DataScope,
+    search: string | undefined,
+    p: SqlParams,
+    plan: SearchPlan = 'index',
+    scopeOnRows = false,
+  ): string {
+    const parts = [listScopeSql(PATIENTS_LIST, scope, p, scopeOnRows)];
     if (search) parts.push(listSearchSql(PATIENTS_LIST, search, p, plan));
     return parts.join(' AND ');
   }
@@ -117,8 +124,8 @@ export class PatientsRepository {
     const counters = this.totals.patients(scope, p);
     // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
     const indexed = search ? searchIndexedSql(search, p) : 'false';
-    const [meta]: Array<{ version: string; tenant: string; indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${indexed} AS indexed`,
+    const [meta]: Array<{ version: string; tenant: string; archive: string; indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${counters.archive} AS archive, ${indexed} AS indexed`,
       p.values,
     );
     const key = JSON.stringify(['patients', scope, search ?? null]);
@@ -135,7 +142,8 @@ export class PatientsRepository {
     if (total <= offset) return { rows: [], total };
     const plan = search ? searchPlan(total, Number(meta.tenant), offset, limit, meta.indexed) : 'walk';
     const q = new SqlParams();
-    const where = this.conditions(scope, search, q, plan);
+    const onRows = plan === 'index' && scopeOnRows(total, Number(meta.tenant), Number(meta.archive));
+    const where = this.conditions(scope, search, q, plan, onRows);
     const rows: ListRow[] = await this.prepared.query(
       listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'),
       q.values,

@@ -17,6 +17,7 @@ import {
   SearchPlan,
   searchCountPlan,
   searchPlan,
+  scopeOnRows,
   SearchSizes,
   SqlParams,
   listWalkPageSql,
@@ -93,6 +94,8 @@ type ListRow = Study & { _total: string | null };
 interface SearchMeta {
   _version: string;
   _scope: string;
+  /** Only when the search is first seen: the archive's size changes the plan little (scopeOnRows). */
+  _archive?: string;
 }
 type SearchRow = Study & SearchMeta;
 
@@ -126,8 +129,14 @@ export class StudiesRepository {
   }
 
   /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
-  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, plan: SearchPlan = 'index'): string {
-    const parts = [listScopeSql(STUDIES_LIST, scope, p)];
+  private conditions(
+    scope: DataScope,
+    filter: StudyFilter,
+    p: SqlParams,
+    plan: SearchPlan = 'index',
+    scopeOnRows = false,
+  ): string {
+    const parts = [listScopeSql(STUDIES_LIST, scope, p, scopeOnRows)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
     if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
     if (filter.search) parts.push(listSearchSql(STUDIES_LIST, filter.search, p, plan));
@@ -202,7 +211,8 @@ export class StudiesRepository {
     const p = new SqlParams();
     const counters = this.totals.studies(scope, p);
     const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
+      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.archive} AS _archive,
+              ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
       p.values,
     );
     const sizes = await this.searchTotal(key, scope, filter, meta, meta._indexed);
@@ -224,7 +234,7 @@ export class StudiesRepository {
     limit: number,
   ): Promise<Row[]> {
     if (plan === 'index') {
-      const where = this.conditions(scope, filter, p, 'index');
+      const where = this.conditions(scope, filter, p, 'index', scopeOnRows(sizes.matches, sizes.walked, sizes.archive));
       return this.prepared.query(listPageSql(STUDIES_LIST, where, extra, p, offset, limit, true), p.values);
     }
     const base = this.conditions(scope, { ...filter, search: undefined }, p);
@@ -285,7 +295,9 @@ export class StudiesRepository {
       );
       return { total: Number(row.total), version: row.version };
     });
-    const sizes = { matches: total, walked: Number(meta._scope), indexed, bunched: this.totals.lastSizes(key)?.bunched };
+    const seen = this.totals.lastSizes(key);
+    const archive = meta._archive === undefined ? seen?.archive : Number(meta._archive);
+    const sizes = { matches: total, walked: Number(meta._scope), indexed, bunched: seen?.bunched, archive };
     this.totals.rememberSizes(key, sizes);
     return sizes;
   }

@@ -238,6 +238,34 @@ describe('Patients', () => {
       expect(await search('oan')).toEqual(of(plain));
     });
 
+    it("collects a rare name of a clinic of more than 10,000 patients, never another clinic's", async () => {
+      // More than 10,000 patients: a search is collected through the search index (searchPlan), and
+      // with 2 matches in a clinic that is most of the archive its scope is tested on the rows
+      // (scopeOnRows), while another clinic has the same name.
+      const big = await createClinic(t.db, t.http);
+      const neighbour = await createClinic(t.db, t.http);
+      await t.db.query(
+        `INSERT INTO patients (tenant_id, patient_id, patient_name)
+         SELECT $1, 'BIG-' || n, CASE WHEN n <= 2 THEN 'QUINTANILHA^RARA ' || n ELSE 'SOUZA^ANA ' || n END
+           FROM generate_series(1, 10100) n`,
+        [big.tenant.id],
+      );
+      const foreign = await createPatient(t.db, neighbour.tenant.id, { patient_name: 'QUINTANILHA^RARA 0' });
+      const [{ expected }] = await t.db.query(
+        `SELECT array_agg(patient_id ORDER BY patient_id) AS expected FROM patients WHERE tenant_id = $1 AND patient_name LIKE 'QUINTANILHA%'`,
+        [big.tenant.id],
+      );
+      for (let request = 0; request < 2; request++) {
+        const res = await t.http.get('/api/patients', { token: big.adminToken, query: { search: 'quintanilha' } });
+        expect(res.status).toBe(200);
+        const found = res.body.data.map((p: PatientRow) => p.patient_id).sort();
+        expect({ request, total: res.body.total, found }).toEqual({ request, total: 2, found: expected });
+        expect(idsOf(res.body)).not.toContain(foreign.id);
+      }
+      const superRes = await t.http.get('/api/patients', { token: tokens.superAdmin, query: { search: 'quintanilha' } });
+      expect(idsOf(superRes.body)).toContain(foreign.id);
+    });
+
     it.each([
       ['search of 256 characters', { search: 'y'.repeat(256) }, 'search'],
       ['page=0', { page: '0' }, 'page'],

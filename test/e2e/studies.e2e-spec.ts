@@ -406,9 +406,20 @@ describe('Studies, series, instances and images', () => {
       // date order (450^2 >= 15 x 10,500), none within the walk's cap of 2,000 rows: the walk comes
       // back short and the page is read again, through the search index for 450 matches, by a walk of
       // the whole clinic for 600 (20 x 600 >= 10,500), then and on the next request. "old2301-7" (11
-      // matches) is collected through the index from the start. A scope of 10,000 or fewer is always
-      // walked: this one is above, so every plan is exercised here.
+      // matches) is collected through the index from the start, its scope tested on the rows (few
+      // matches in a clinic that is most of the archive: scopeOnRows), while another clinic holds
+      // newer studies with the same accession numbers. A scope of 10,000 or fewer is always walked:
+      // this one is above, so every plan is exercised here.
       const big = await createClinic(t.db, t.http);
+      const neighbour = await createClinic(t.db, t.http);
+      for (const n of [7, 70, 71]) {
+        await createStudy(t.db, {
+          tenant_id: neighbour.tenant.id,
+          unit_id: neighbour.unit1.id,
+          accession_number: `OLD2301-${n}`,
+          study_date: '2026-11-20',
+        });
+      }
       await t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
                               accession_number, study_date, modalities, report_status, created_at)

@@ -8,6 +8,7 @@ import {
   listWalkPageSql,
   searchCountPlan,
   searchPlan,
+  scopeOnRows,
   walkCap,
 } from './list-query';
 import { SqlParams } from './sql-params';
@@ -24,6 +25,25 @@ const SPEC: ListSpec = {
   pieceCounts: { table: 'thing_piece_counts', count: 'things', perUnit: false },
   walkColumns: 't.id, t.name, t.search_text',
 };
+
+describe('scopeOnRows', () => {
+  it("tests a large clinic's scope on the rows of a few matches, in the index scan otherwise", () => {
+    // The largest clinic: 200,000 of 1,000,000 studies; 4 candidates outside it per match.
+    expect(scopeOnRows(8, 200_000, 1_000_000)).toBe(true);
+    expect(scopeOnRows(166, 200_000, 1_000_000)).toBe(true);
+    expect(scopeOnRows(167, 200_000, 1_000_000)).toBe(false);
+    expect(scopeOnRows(2_046, 200_000, 1_000_000)).toBe(false);
+    // A clinic of 2% of the archive: only a handful of matches are worth 49 outsiders each.
+    expect(scopeOnRows(1, 20_000, 1_000_000)).toBe(true);
+    expect(scopeOnRows(2, 20_000, 1_000_000)).toBe(false);
+  });
+
+  it('keeps the scope in the scan when nothing is outside it or the archive is unknown', () => {
+    expect(scopeOnRows(1, 1_000_000, 1_000_000)).toBe(false);
+    expect(scopeOnRows(1, 200_000, undefined)).toBe(false);
+    expect(scopeOnRows(0, 0, 10)).toBe(false);
+  });
+});
 
 describe('searchPlan', () => {
   it('walks the list order for a common fragment and collects the matches of a rare one', () => {
@@ -96,6 +116,16 @@ describe('list SQL', () => {
     expect(p.values).toEqual(['T', 'T', 'U']);
     expect(listScopeSql(SPEC, { kind: 'all' }, new SqlParams())).toBe('TRUE');
     expect(listScopeSql(SPEC, { kind: 'none' }, new SqlParams())).toBe('FALSE');
+  });
+
+  it('can put the whole scope where no index takes it, for a search index scan without its terms', () => {
+    const p = new SqlParams();
+    expect(listScopeSql(SPEC, { kind: 'unit', tenantId: 'T', unitId: 'U' }, p, true)).toBe(
+      '(t.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND s.tenant_id = $2 AND s.unit_id = $3)) IS TRUE',
+    );
+    expect(p.values).toEqual(['T', 'T', 'U']);
+    expect(listScopeSql(SPEC, { kind: 'tenant', tenantId: 'T' }, new SqlParams(), true)).toBe('(t.tenant_id = $1) IS TRUE');
+    expect(listScopeSql(SPEC, { kind: 'all' }, new SqlParams(), true)).toBe('TRUE');
   });
 
   it('matches the folded, escaped fragment, through the index terms or opaquely for a walk', () => {
