@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       VIEWER_TOKEN_TTL: 600,
       MIGRATIONS_RUN: true,
       DATABASE_STATEMENT_TIMEOUT: 30_000,
+      DATABASE_WORK_MEM_MB: 32,
       trustProxy: false,
       HOST: '0.0.0.0',
     });
@@ -129,6 +130,14 @@ describe('loadConfig', () => {
     ['10.0.0.1, 10.0.0.2', ['10.0.0.1', '10.0.0.2']],
   ])('reads TRUST_PROXY=%s', (value, expected) => {
     expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+  });
+
+  it("reads DATABASE_WORK_MEM_MB in MB, 0 for the server's own, and refuses anything else", () => {
+    expect(load({}).DATABASE_WORK_MEM_MB).toBe(32);
+    expect(load({ DATABASE_WORK_MEM_MB: '0' }).DATABASE_WORK_MEM_MB).toBe(0);
+    expect(load({ DATABASE_WORK_MEM_MB: '64' }).DATABASE_WORK_MEM_MB).toBe(64);
+    expect(() => load({ DATABASE_WORK_MEM_MB: '32MB' })).toThrow(/DATABASE_WORK_MEM_MB="32MB"/);
+    expect(() => load({ DATABASE_WORK_MEM_MB: '4096' })).toThrow(/DATABASE_WORK_MEM_MB="4096"/);
   });
 
   it('reads DATABASE_STATEMENT_TIMEOUT in milliseconds, 0 for none, and refuses anything else', () => {

@@ -115,6 +115,19 @@ export class EnvironmentVariables {
   @Min(0)
   DATABASE_STATEMENT_TIMEOUT = 30_000;
 
+  /**
+   * PostgreSQL's work_mem on every connection of the service, in MB (0: the server's own, 4 MB by
+   * default). A search's candidates are collected in a bitmap of that size: past it the bitmap
+   * keeps whole pages, and every row on them is tested again, the search terms recomputed for
+   * each. Counting "a san" in a 600,000-study clinic took 3,986 ms with 4 MB, 206-216 ms with 32 MB
+   * (bench/README.md). It bounds each sort or bitmap of a statement, not the connection.
+   */
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(0)
+  @Max(2048)
+  DATABASE_WORK_MEM_MB = 32;
+
   @Transform(toBoolean)
   @IsBoolean()
   COOKIE_SECURE = false;

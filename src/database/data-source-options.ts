@@ -4,8 +4,14 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { MigrationExecutor } from 'typeorm/migration/MigrationExecutor';
 import { ENTITIES } from './entities';
 
-/** `statementTimeoutMs`: PostgreSQL's statement_timeout on every connection of the pool (0: none). */
-export function dataSourceOptions(databaseUrl: string, statementTimeoutMs = 0): DataSourceOptions {
+/** Settings of every connection of the pool: PostgreSQL's statement_timeout and work_mem (0: the server's). */
+export interface ConnectionSettings {
+  statementTimeoutMs?: number;
+  workMemMb?: number;
+}
+
+export function dataSourceOptions(databaseUrl: string, settings: ConnectionSettings = {}): DataSourceOptions {
+  const { statementTimeoutMs = 0, workMemMb = 0 } = settings;
   return {
     type: 'postgres',
     url: databaseUrl,
@@ -21,6 +27,8 @@ export function dataSourceOptions(databaseUrl: string, statementTimeoutMs = 0): 
       max: 20,
       connectionTimeoutMillis: 5000,
       ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+      // Sent in the startup message, as `PGOPTIONS` would be.
+      ...(workMemMb > 0 ? { options: `-c work_mem=${workMemMb}MB` } : {}),
     },
   };
 }
@@ -71,10 +79,10 @@ export async function runMigrations(dataSource: DataSource): Promise<string[]> {
 
 export async function openDataSource(
   databaseUrl: string,
-  options: { migrate: boolean; statementTimeoutMs?: number },
+  options: { migrate: boolean } & ConnectionSettings,
 ): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
-  const dataSource = await new DataSource(dataSourceOptions(databaseUrl, options.statementTimeoutMs)).initialize();
+  const dataSource = await new DataSource(dataSourceOptions(databaseUrl, options)).initialize();
   if (options.migrate) await runMigrations(dataSource);
   return dataSource;
 }
