@@ -52,10 +52,11 @@ describe('authenticated requests while a dependency is down', () => {
       await holder.query('LOCK TABLE study_counts IN ACCESS EXCLUSIVE MODE');
       const res = await t.http.get('/api/studies', { token });
       expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
-      const [{ timeout, workMem }] = await t.db.query(
-        `SELECT current_setting('statement_timeout') AS timeout, current_setting('work_mem') AS "workMem"`,
+      const [settings] = await t.db.query(
+        `SELECT current_setting('statement_timeout') AS timeout, current_setting('work_mem') AS "workMem",
+                current_setting('max_parallel_workers_per_gather') AS workers`,
       );
-      expect({ timeout, workMem }).toEqual({ timeout: '300ms', workMem: '32MB' });
+      expect(settings).toEqual({ timeout: '300ms', workMem: '32MB', workers: '0' });
     } finally {
       await holder.rollbackTransaction().catch(() => undefined);
       await holder.release();
