@@ -123,11 +123,14 @@ export class PatientsRepository {
     const p = new SqlParams();
     const counters = this.totals.patients(scope, p);
     // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
+    // Without a search there is no search index scan, so no archive size to weigh it (scopeOnRows).
     const indexed = search ? searchIndexedSql(search, p) : 'false';
-    const [meta]: Array<{ version: string; tenant: string; archive: string; indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${counters.archive} AS archive, ${indexed} AS indexed`,
-      p.values,
-    );
+    const archive = search ? counters.archive : 'NULL';
+    const [meta]: Array<{ version: string; tenant: string; archive: string | null; indexed: boolean }> =
+      await this.prepared.query(
+        `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${archive} AS archive, ${indexed} AS indexed`,
+        p.values,
+      );
     const key = JSON.stringify(['patients', scope, search ?? null]);
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
