@@ -4,19 +4,15 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { Patient } from '../database/entities';
 import {
+  LIST_SEARCH_COLUMNS,
+  ListSearch,
   ListSpec,
   listCountSql,
   listPageSql,
   listScopeSql,
   listSearchCountSql,
-  listSearchSql,
   ListTotals,
   PreparedQueries,
-  searchCountPlan,
-  searchIndexedSql,
-  SearchPlan,
-  searchPlan,
-  scopeOnRows,
   SqlParams,
 } from '../database/list';
 
@@ -47,13 +43,17 @@ export const PATIENTS_LIST: ListSpec = {
   unitScope: unitPatients,
   searchText: 'p.search_text',
   pieceCounts: { table: 'patient_piece_counts', count: 'patients', perUnit: false },
+  // All in the name order indexes (PatientWalkIndexes migration).
+  walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
 };
 
-type ListRow = Patient & { _total: string | null };
+type ListRow = Patient & { _total?: string | null };
 
+/** The patient without the columns a list statement adds (its total, a search's sizes). */
 function toPatientRow(row: ListRow): Patient {
-  const { _total: _ignored, ...patient } = row;
-  return patient as Patient;
+  const patient: Record<string, unknown> = { ...row };
+  for (const column of LIST_SEARCH_COLUMNS) delete patient[column];
+  return patient as unknown as Patient;
 }
 
 /**
@@ -66,6 +66,7 @@ export class PatientsRepository {
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
     private readonly prepared: PreparedQueries,
+    private readonly searches: ListSearch,
   ) {}
 
   private visible(scope: DataScope): SelectQueryBuilder<Patient> {
@@ -78,24 +79,17 @@ export class PatientsRepository {
     return qb;
   }
 
-  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
-  private conditions(
-    scope: DataScope,
-    search: string | undefined,
-    p: SqlParams,
-    plan: SearchPlan = 'index',
-    scopeOnRows = false,
-  ): string {
-    const parts = [listScopeSql(PATIENTS_LIST, scope, p, scopeOnRows)];
-    if (search) parts.push(listSearchSql(PATIENTS_LIST, search, p, plan));
-    return parts.join(' AND ');
+  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see scopeOnRows). */
+  private conditions(scope: DataScope, p: SqlParams, onRows = false): string {
+    return listScopeSql(PATIENTS_LIST, scope, p, onRows);
   }
 
   /**
-   * One page in list order and the exact total, without counting a tenant's patients per page:
-   * unfiltered, the tenant's counter (patient_counts) in the page's own statement; a search, or a
-   * unit's patients (no counter holds those), counted once per scope version and kept (ListTotals),
-   * the count then choosing the page's plan (searchPlan).
+   * One page in name order and the exact total, without counting a tenant's patients per page:
+   * unfiltered, the tenant's counter (patient_counts) in the page's own statement; a unit's
+   * patients (no counter holds those), counted once per scope version and kept (ListTotals) and
+   * walked in the tenant's name order; a search, by ListSearch, whose walks go through the tenant's
+   * name order too (a unit's patient is a tenant's patient with a study in the unit).
    */
   async listPatients(
     scope: DataScope,
@@ -103,9 +97,25 @@ export class PatientsRepository {
     offset: number,
     limit: number,
   ): Promise<{ rows: Patient[]; total: number }> {
-    if (!search && scope.kind !== 'unit') {
+    if (search) {
+      const { rows, total } = await this.searches.page<ListRow>(
+        {
+          spec: PATIENTS_LIST,
+          key: JSON.stringify(['patients', scope, search]),
+          search,
+          counters: (p) => this.totals.patients(scope, p),
+          walkedBy: 'tenant',
+          conditions: (p, onRows) => this.conditions(scope, p, onRows),
+          count: (where, p) => listSearchCountSql(PATIENTS_LIST, scope, search, where, p),
+        },
+        offset,
+        limit,
+      );
+      return { rows: rows.map(toPatientRow), total };
+    }
+    if (scope.kind !== 'unit') {
       const p = new SqlParams();
-      const where = this.conditions(scope, search, p);
+      const where = this.conditions(scope, p);
       const total = this.totals.patients(scope, p).total as string;
       const rows: ListRow[] = await this.prepared.query(
         listPageSql(PATIENTS_LIST, where, `${total} AS _total`, p, offset, limit),
@@ -121,34 +131,23 @@ export class PatientsRepository {
     }
 
     const p = new SqlParams();
-    const counters = this.totals.patients(scope, p);
-    // A unit user's list walks the tenant's patients in order too: the tenant's number sizes both plans.
-    // Without a search there is no search index scan, so no archive size to weigh it (scopeOnRows).
-    const indexed = search ? searchIndexedSql(search, p) : 'false';
-    const archive = search ? counters.archive : 'NULL';
-    const [meta]: Array<{ version: string; tenant: string; archive: string | null; indexed: boolean }> =
-      await this.prepared.query(
-        `SELECT ${counters.version} AS version, ${counters.tenant} AS tenant, ${archive} AS archive, ${indexed} AS indexed`,
-        p.values,
-      );
-    const key = JSON.stringify(['patients', scope, search ?? null]);
+    const [meta]: Array<{ version: string }> = await this.prepared.query(
+      `SELECT ${this.totals.patients(scope, p).version} AS version`,
+      p.values,
+    );
+    const key = JSON.stringify(['patients', scope, null]);
     const total = await this.totals.cached(key, meta.version, async () => {
       const q = new SqlParams();
-      const where = this.conditions(scope, search, q, searchCountPlan(Number(meta.tenant), meta.indexed));
-      const count = search ? listSearchCountSql(PATIENTS_LIST, scope, search, where, q) : listCountSql(PATIENTS_LIST, where);
       const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT ${count} AS total, ${this.totals.patients(scope, q).version} AS version`,
+        `SELECT ${listCountSql(PATIENTS_LIST, this.conditions(scope, q))} AS total, ${this.totals.patients(scope, q).version} AS version`,
         q.values,
       );
       return { total: Number(row.total), version: row.version };
     });
     if (total <= offset) return { rows: [], total };
-    const plan = search ? searchPlan(total, Number(meta.tenant), offset, limit, meta.indexed) : 'walk';
     const q = new SqlParams();
-    const onRows = plan === 'index' && scopeOnRows(total, Number(meta.tenant), Number(meta.archive));
-    const where = this.conditions(scope, search, q, plan, onRows);
     const rows: ListRow[] = await this.prepared.query(
-      listPageSql(PATIENTS_LIST, where, 'NULL AS _total', q, offset, limit, plan === 'index'),
+      listPageSql(PATIENTS_LIST, this.conditions(scope, q), 'NULL AS _total', q, offset, limit),
       q.values,
     );
     return { rows: rows.map(toPatientRow), total };

@@ -4,24 +4,15 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import {
-  COVERED_WALK_ROWS_PER_MATCH,
+  ListSearch,
   ListSpec,
   listCountSql,
   listPageSql,
   listScopeSql,
   listSearchCountSql,
-  listSearchSql,
   ListTotals,
   PreparedQueries,
-  searchIndexedSql,
-  SearchPlan,
-  searchCountPlan,
-  searchPlan,
-  scopeOnRows,
-  SearchSizes,
   SqlParams,
-  listWalkPageSql,
-  walkCap,
 } from '../database/list';
 
 export interface StudyFilter {
@@ -90,18 +81,6 @@ export const STUDIES_LIST: ListSpec = {
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
 // each row without them cost a tenth of what a list request allocated.
 type ListRow = Study & { _total: string | null };
-/** The scope's version and sizes, read with a search's page or on their own. */
-interface SearchMeta {
-  _version: string;
-  _scope: string;
-  /** Only when the search is first seen: the archive's size changes the plan little (scopeOnRows). */
-  _archive?: string;
-}
-type SearchRow = Study & SearchMeta;
-
-/** The plan of a search's page from its sizes; studies walk inside their order indexes. */
-const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
-  searchPlan(sizes.matches, sizes.walked, offset, limit, sizes.indexed, sizes.bunched, COVERED_WALK_ROWS_PER_MATCH);
 
 // About 330 bytes of JSON each: a part stays well below V8's large-object size (128 KB).
 const INSTANCES_PER_PART = 200;
@@ -121,6 +100,7 @@ export class StudiesRepository {
     @InjectDataSource() private readonly db: DataSource,
     private readonly totals: ListTotals,
     private readonly prepared: PreparedQueries,
+    private readonly searches: ListSearch,
   ) {}
 
   private scoped(scope: DataScope): SelectQueryBuilder<Study> {
@@ -128,18 +108,11 @@ export class StudiesRepository {
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  /** The list conditions as SQL with positional parameters (search plans: see listSearchSql). */
-  private conditions(
-    scope: DataScope,
-    filter: StudyFilter,
-    p: SqlParams,
-    plan: SearchPlan = 'index',
-    scopeOnRows = false,
-  ): string {
-    const parts = [listScopeSql(STUDIES_LIST, scope, p, scopeOnRows)];
+  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see scopeOnRows). */
+  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, onRows = false): string {
+    const parts = [listScopeSql(STUDIES_LIST, scope, p, onRows)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
     if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
-    if (filter.search) parts.push(listSearchSql(STUDIES_LIST, filter.search, p, plan));
     return parts.join(' AND ');
   }
 
@@ -180,126 +153,31 @@ export class StudiesRepository {
     return `(${counted} - ${listCountSql(STUDIES_LIST, `s.id = ${p.add(filter.excludeId)} AND ${inScope}`)})`;
   }
 
-  /**
-   * A search: a common name fragment matches tens of thousands of rows that only a heap visit each
-   * can confirm, so its total is counted once per scope version and kept (ListTotals), and that
-   * exact count then picks the plan of the page (searchPlan): no matches, no page query. A search
-   * seen before takes its plan from the sizes last seen and reads its page together with the
-   * scope's version, so when nothing changed since, it is one statement. A walk that comes back
-   * short of what the total promises reached its cap (walkCap): the page is read again by the plan
-   * for bunched matches, and so from then on.
-   */
-  private async searchStudies(
+  /** A search's page and exact total (ListSearch): the fragment within the scope and the filter. */
+  private searchStudies(
     scope: DataScope,
     filter: StudyFilter,
     offset: number,
     limit: number,
   ): Promise<{ rows: Study[]; total: number }> {
-    const key = JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, filter.search]);
-    const seen = this.totals.lastSizes(key);
-    if (seen && seen.matches > offset) {
-      const q = new SqlParams();
-      const counters = this.totals.studies(scope, q);
-      const extra = `${counters.version} AS _version, ${counters.total} AS _scope`;
-      const plan = planOf(seen, offset, limit);
-      const rows: SearchRow[] = await this.searchPage(scope, filter, q, plan, seen, extra, offset, limit);
-      if (rows.length > 0) {
-        const sizes = await this.searchTotal(key, scope, filter, rows[0], seen.indexed);
-        return { rows: await this.completePage(key, scope, filter, plan, sizes, rows, offset, limit), total: sizes.matches };
-      }
-    }
-    const p = new SqlParams();
-    const counters = this.totals.studies(scope, p);
-    const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters.total} AS _scope, ${counters.archive} AS _archive,
-              ${searchIndexedSql(filter.search as string, p)} AS _indexed`,
-      p.values,
-    );
-    const sizes = await this.searchTotal(key, scope, filter, meta, meta._indexed);
-    if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
-    const plan = planOf(sizes, offset, limit);
-    const rows: ListRow[] = await this.searchPage(scope, filter, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
-    return { rows: await this.completePage(key, scope, filter, plan, sizes, rows, offset, limit), total: sizes.matches };
-  }
-
-  /** One page of a search by `plan`, with `extra` (scalar subqueries) on every row. */
-  private searchPage<Row>(
-    scope: DataScope,
-    filter: StudyFilter,
-    p: SqlParams,
-    plan: SearchPlan,
-    sizes: SearchSizes,
-    extra: string,
-    offset: number,
-    limit: number,
-  ): Promise<Row[]> {
-    if (plan === 'index') {
-      const where = this.conditions(scope, filter, p, 'index', scopeOnRows(sizes.matches, sizes.walked, sizes.archive));
-      return this.prepared.query(listPageSql(STUDIES_LIST, where, extra, p, offset, limit, true), p.values);
-    }
-    const base = this.conditions(scope, { ...filter, search: undefined }, p);
-    const match = listSearchSql(STUDIES_LIST, filter.search as string, p, 'walk');
-    const cap = walkCap(sizes.matches, sizes.walked, offset, limit, sizes.bunched);
-    return this.prepared.query(listWalkPageSql(STUDIES_LIST, base, match, extra, p, offset, limit, cap), p.values);
-  }
-
-  /**
-   * `rows`, read by `plan`, unless a walk came back short of what the exact total promises: it
-   * reached its cap, so the search's matches are bunched (remembered) and the page is read again
-   * by the plan searchPlan gives such a search.
-   */
-  private async completePage<Row>(
-    key: string,
-    scope: DataScope,
-    filter: StudyFilter,
-    plan: SearchPlan,
-    sizes: SearchSizes,
-    rows: Row[],
-    offset: number,
-    limit: number,
-  ): Promise<Row[]> {
-    if (plan === 'index' || rows.length >= Math.min(limit, sizes.matches - offset)) return rows;
-    const bunched: SearchSizes = { ...sizes, bunched: true };
-    this.totals.rememberSizes(key, bunched);
-    return this.searchPage(
-      scope,
-      filter,
-      new SqlParams(),
-      planOf(bunched, offset, limit),
-      bunched,
-      'NULL AS _total',
+    const search = filter.search as string;
+    return this.searches.page<Study>(
+      {
+        spec: STUDIES_LIST,
+        key: JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, search]),
+        search,
+        counters: (p) => this.totals.studies(scope, p),
+        walkedBy: 'total',
+        conditions: (p, onRows) => this.conditions(scope, filter, p, onRows),
+        // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
+        count: (where, p) =>
+          filter.patientUuid || filter.excludeId
+            ? listCountSql(STUDIES_LIST, where)
+            : listSearchCountSql(STUDIES_LIST, scope, search, where, p),
+      },
       offset,
       limit,
     );
-  }
-
-  /** The exact total of a search at the version in `meta` (kept, or counted now), as its sizes, remembered. */
-  private async searchTotal(
-    key: string,
-    scope: DataScope,
-    filter: StudyFilter,
-    meta: SearchMeta,
-    indexed: boolean,
-  ): Promise<SearchSizes> {
-    const total = await this.totals.cached(key, meta._version, async () => {
-      const q = new SqlParams();
-      const where = this.conditions(scope, filter, q, searchCountPlan(Number(meta._scope), indexed));
-      // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
-      const count =
-        filter.patientUuid || filter.excludeId
-          ? listCountSql(STUDIES_LIST, where)
-          : listSearchCountSql(STUDIES_LIST, scope, filter.search as string, where, q);
-      const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT ${count} AS total, ${this.totals.studies(scope, q).version} AS version`,
-        q.values,
-      );
-      return { total: Number(row.total), version: row.version };
-    });
-    const seen = this.totals.lastSizes(key);
-    const archive = meta._archive === undefined ? seen?.archive : Number(meta._archive);
-    const sizes = { matches: total, walked: Number(meta._scope), indexed, bunched: seen?.bunched, archive };
-    this.totals.rememberSizes(key, sizes);
-    return sizes;
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */

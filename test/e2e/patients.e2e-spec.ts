@@ -266,6 +266,48 @@ describe('Patients', () => {
       expect(idsOf(superRes.body)).toContain(foreign.id);
     });
 
+    it('pages a clinic of more than 10,000 patients in name order, whether the matches are spread or held together', async () => {
+      // 11,000 "ALVES^ANA n" then 1,000 "ZZ^MARIA n": "alves" matches nearly every name and is
+      // walked in name order (inside patients_tenant_order_idx); "maria" has 1,000 matches, none within
+      // the walk's cap of 2,000 names, so the walk comes back short and the page is read as bunched
+      // matches (collected through the search index) then and on the next request.
+      const big = await createClinic(t.db, t.http);
+      await t.db.query(
+        `INSERT INTO patients (tenant_id, patient_id, patient_name)
+         SELECT $1, 'ORD-' || n, CASE WHEN n <= 11000 THEN 'ALVES^ANA ' || n ELSE 'ZZ^MARIA ' || n END
+           FROM generate_series(1, 12000) n`,
+        [big.tenant.id],
+      );
+      for (const [fragment, like, total] of [
+        ['alves', 'ALVES%', 11_000],
+        ['maria', 'ZZ^MARIA%', 1_000],
+      ] as const) {
+        for (const page of [1, 3]) {
+          const rows = await t.db.query(
+            `SELECT patient_id FROM patients WHERE tenant_id = $1 AND patient_name LIKE $2
+              ORDER BY patient_name, created_at DESC, id LIMIT 20 OFFSET $3`,
+            [big.tenant.id, like, (page - 1) * 20],
+          );
+          const expected = rows.map((row: { patient_id: string }) => row.patient_id);
+          for (let request = 0; request < 2; request++) {
+            const res = await t.http.get('/api/patients', {
+              token: big.adminToken,
+              query: { search: fragment, page: String(page) },
+            });
+            expect(res.status).toBe(200);
+            const found = res.body.data.map((p: PatientRow) => p.patient_id);
+            expect({ fragment, page, request, total: res.body.total, found }).toEqual({
+              fragment,
+              page,
+              request,
+              total,
+              found: expected,
+            });
+          }
+        }
+      }
+    });
+
     it.each([
       ['search of 256 characters', { search: 'y'.repeat(256) }, 'search'],
       ['page=0', { page: '0' }, 'page'],

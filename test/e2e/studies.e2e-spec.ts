@@ -403,9 +403,9 @@ describe('Studies, series, instances and images', () => {
     it('finds the pages of a clinic of more than 10,000 studies through a capped walk or the search index', async () => {
       // 9,900 recent studies and, before them all, 450 of January 2023's accession numbers and 150 of
       // February's. "old2301" (450) and "old230" (600) have enough matches that the plan walks the
-      // date order (450^2 >= 15 x 10,500), none within the walk's cap of 2,000 rows: the walk comes
-      // back short and the page is read again, through the search index for 450 matches, by a walk of
-      // the whole clinic for 600 (20 x 600 >= 10,500), then and on the next request. "old2301-7" (11
+      // date order (450 x 8 >= 15 x 10,500 / 450), none within the walk's cap of 2,000 rows: the walk
+      // comes back short, a walk 8 times wider would go past the clinic (widerWalkCap), and the page is
+      // read again through the search index (8 x 600 < 10,500), then and on the next request. "old2301-7" (11
       // matches) is collected through the index from the start, its scope tested on the rows (few
       // matches in a clinic that is most of the archive: scopeOnRows), while another clinic holds
       // newer studies with the same accession numbers. A scope of 10,000 or fewer is always walked:
@@ -447,6 +447,42 @@ describe('Studies, series, instances and images', () => {
           expect(res.status).toBe(200);
           const page = res.body.data.map((s: { accession_number: string }) => s.accession_number);
           expect({ fragment, request, total: res.body.total, page }).toEqual({ fragment, request, total, page: expected });
+        }
+      }
+    });
+
+    it('widens a walk whose first matches sit deeper than their number promises, and keeps the width', async () => {
+      // 20,000 studies: the 3,000 newest without the fragment, then every 6th of the 17,000 older
+      // ones with it (2,833 matches). Spread evenly, 15 matches would take 106 rows; the walk's cap
+      // of 2,000 comes back short, and one of 16,000 (less than the clinic, and than 8 x 2,833
+      // collected matches) fills the page (widerWalkCap). Pages 1 and 2, each asked twice: the
+      // second request walks that width directly (the search's reach).
+      const wide = await createClinic(t.db, t.http);
+      await t.db.query(
+        `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
+                              accession_number, study_date, modalities, report_status, created_at)
+         SELECT $1, $2, 'wide-' || $3 || '-' || n, '1.2.4.' || n || '.' || $3, 'P' || n, 'ROE^JANE',
+                CASE WHEN n > 3000 AND n % 6 = 0 THEN 'SPRD-' || n ELSE 'PLAIN-' || n END,
+                CASE WHEN n <= 3000 THEN date '2026-11-01' + (n % 20) ELSE date '2020-01-01' + (n % 1500) END,
+                '{CT}', 'pending', now()
+           FROM generate_series(1, 20000) n`,
+        [wide.tenant.id, wide.unit1.id, wide.tenant.id.slice(0, 8)],
+      );
+      for (const page of [1, 2]) {
+        const rows = await t.db.query(
+          `SELECT accession_number FROM studies WHERE tenant_id = $1 AND accession_number LIKE 'SPRD-%'
+            ORDER BY study_date DESC, created_at DESC, id DESC LIMIT 15 OFFSET $2`,
+          [wide.tenant.id, (page - 1) * 15],
+        );
+        const expected = rows.map((row: { accession_number: string }) => row.accession_number);
+        for (let request = 0; request < 2; request++) {
+          const res = await t.http.get('/api/studies', {
+            token: wide.adminToken,
+            query: { search: 'sprd-', page: String(page) },
+          });
+          expect(res.status).toBe(200);
+          const found = res.body.data.map((s: { accession_number: string }) => s.accession_number);
+          expect({ page, request, total: res.body.total, found }).toEqual({ page, request, total: 2_833, found: expected });
         }
       }
     });

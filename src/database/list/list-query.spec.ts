@@ -10,6 +10,8 @@ import {
   searchPlan,
   scopeOnRows,
   walkCap,
+  widerWalkCap,
+  reachOf,
 } from './list-query';
 import { SqlParams } from './sql-params';
 
@@ -63,18 +65,39 @@ describe('searchPlan', () => {
     expect(searchPlan(1_858, 200_000, 0, 15, true, false, covered)).toBe('walk');
     expect(searchPlan(1_858, 200_000, 0, 15, true, true, covered)).toBe('index'); // "23010"
     expect(searchPlan(9_999, 200_000, 0, 15, true, true, covered)).toBe('index');
-    expect(searchPlan(11_144, 200_000, 0, 15, true, true, covered)).toBe('walk'); // "301": 20 x 11,144 > 200,000
-    expect(walkCap(11_144, 200_000, 0, 15, true)).toBe(200_000);
+    expect(searchPlan(24_999, 200_000, 0, 15, true, true, covered)).toBe('index');
+    expect(searchPlan(25_000, 200_000, 0, 15, true, true, covered)).toBe('walk'); // 8 x 25,000 >= 200,000
+    expect(walkCap(25_000, 200_000, 0, 15, true)).toBe(200_000);
     expect(searchPlan(3, 200_000, 0, 15, false, true, covered)).toBe('walk');
   });
 
-  it('walks sooner when a walk stays inside the order index (a collected match costs 20 walked entries)', () => {
-    // Break-even at 200,000 rows and page 1: 15 x 200,000 / m <= 20 m, m >= 388.
+  it('walks sooner when a walk stays inside the order index (a collected match costs 8 walked entries)', () => {
+    // Break-even at 200,000 rows and page 1: 15 x 200,000 / m <= 8 m, m >= 613.
     expect(searchPlan(1_300, 200_000, 0, 15, true)).toBe('index');
     expect(searchPlan(1_300, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('walk');
-    expect(searchPlan(388, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('walk');
-    expect(searchPlan(387, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('index');
+    expect(searchPlan(613, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('walk');
+    expect(searchPlan(612, 200_000, 0, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('index');
     expect(searchPlan(1_300, 200_000, 7_500, 15, true, false, COVERED_WALK_ROWS_PER_MATCH)).toBe('index');
+  });
+
+  it('widens a short walk eightfold while that costs less than collecting the matches, and keeps the width as reach', () => {
+    const covered = COVERED_WALK_ROWS_PER_MATCH;
+    // The super admin's "3000": 41,067 matches in 1,000,000, the 15th at the 30,421st newest study.
+    const first = walkCap(41_067, 1_000_000, 0, 15);
+    expect(first).toBe(2_000);
+    expect(widerWalkCap(first, 41_067, 1_000_000, covered)).toBe(16_000);
+    expect(widerWalkCap(16_000, 41_067, 1_000_000, covered)).toBe(128_000); // <= 8 x 41,067 = 328,536
+    expect(widerWalkCap(128_000, 41_067, 1_000_000, covered)).toBeNull(); // 1,024,000: the whole archive
+    const reach = reachOf(128_000, 0, 15);
+    expect(walkCap(41_067, 1_000_000, 0, 15, false, reach)).toBe(128_000);
+    expect(walkCap(41_067, 1_000_000, 15, 15, false, reach)).toBe(256_000); // page 2 reaches twice as deep
+    expect(searchPlan(41_067, 1_000_000, 0, 15, true, false, covered, reach)).toBe('walk');
+    // Deep enough that the reach costs more than collecting: 8 x 41,067 < 300 x 128,000 / 60.
+    expect(searchPlan(41_067, 1_000_000, 285, 15, true, false, covered, reach)).toBe('index');
+    // "04017": 922 matches; 8 x 922 = 7,376 rows: a wider walk than its 65,076 would cost more.
+    expect(widerWalkCap(walkCap(922, 1_000_000, 0, 15), 922, 1_000_000, covered)).toBeNull();
+    // Never as wide as the scope: the bunched plan walks all of it (walkCap) or collects.
+    expect(widerWalkCap(2_000, 1_000_000, 15_000, covered)).toBeNull();
   });
 
   it('caps a walk at four times the rows spread-out matches need, 2,000 at least', () => {

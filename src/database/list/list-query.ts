@@ -149,7 +149,8 @@ export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: str
  * the whole scope costs less than visiting every match ("23010"'s 1,858 matches are collected,
  * "301"'s 11,144 cost 63 ms collected and are walked). `rowsPerMatch`: how many walked rows cost
  * what one collected match costs (COVERED_WALK_ROWS_PER_MATCH). A scope of at most
- * WALK_WHOLE_SCOPE rows is always walked (see searchCountPlan).
+ * WALK_WHOLE_SCOPE rows is always walked (see searchCountPlan). `reach`: rows a walk of this search
+ * needed per row of its page (SearchSizes.reach), when more than the spread promises.
  */
 export function searchPlan(
   matches: number,
@@ -159,22 +160,27 @@ export function searchPlan(
   indexed: boolean,
   bunched = false,
   rowsPerMatch = 1,
+  reach = 0,
 ): SearchPlan {
   if (!indexed || walked <= WALK_WHOLE_SCOPE) return 'walk';
   if (matches <= 0) return 'index';
   if (bunched) return matches * rowsPerMatch >= walked ? 'walk' : 'index';
-  return ((offset + limit) * walked) / matches <= matches * rowsPerMatch ? 'walk' : 'index';
+  const walk = Math.max(((offset + limit) * walked) / matches, (offset + limit) * reach);
+  return walk <= matches * rowsPerMatch ? 'walk' : 'index';
 }
 
 /**
- * `rowsPerMatch` for a list whose walks stay inside its order index (walkColumns): collecting a
- * match through the search index (a heap visit in random order, then the sort) costs about what
- * walking 20 index entries in order does. Measured at 1,000,000: "io sil" collected 38,124
- * candidates in 200 ms (5 us each) where the covering walk went through 100,000 entries in 41 ms
- * cold (0.4 us) and 2,236 in 0.5-1.2 ms warm (0.2-0.5 us). A list whose walk visits the heap per
- * row (the patients') keeps 1.
+ * `rowsPerMatch` for a list whose walks stay inside its order index (walkColumns, every list now):
+ * collecting a match through the search index (a heap visit in random order, then the sort) costs
+ * about what walking 8 index entries in order does, once both are in memory, as a busy archive's
+ * are. Measured at 1,000,000 studies, warm: the super admin's "04017" collected (922 matches) in
+ * 2.7 ms, 2.9 us each, "3000" (41,067) in 43 ms, 1.0 us each; the covering walk through 62,016
+ * entries of the order index in 21.5 ms, 0.35 us each, the fragment's LIKE included; the patients'
+ * "maria" collected (6,014) in 13 ms, walked (42,435 names) in 11 ms. The third round chose 20 from
+ * a cold collection (5 us per match, "io sil"), and "04017" was walked for 17-27 ms where collecting
+ * it takes 2.7 (bench/README.md, "Fifth round").
  */
-export const COVERED_WALK_ROWS_PER_MATCH = 20;
+export const COVERED_WALK_ROWS_PER_MATCH = 8;
 
 /**
  * How many rows a walk may go through before giving up on the page: four times what matches spread
@@ -184,10 +190,38 @@ export const COVERED_WALK_ROWS_PER_MATCH = 20;
  * page, 263 ms); a walk that comes back short then leaves the page to the search index, or, for
  * so many matches that visiting them costs more, walks the whole scope (searchPlan, `bunched`).
  */
-export function walkCap(matches: number, walked: number, offset: number, limit: number, bunched = false): number {
+export function walkCap(matches: number, walked: number, offset: number, limit: number, bunched = false, reach = 0): number {
   if (bunched) return walked;
-  const expected = ((offset + limit) * walked) / Math.max(1, matches);
-  return Math.max(WALK_CAP_MIN, walked <= WALK_WHOLE_SCOPE ? walked : 0, Math.ceil(WALK_CAP_FACTOR * expected));
+  const expected = Math.max(((offset + limit) * walked) / Math.max(1, matches), (offset + limit) * reach);
+  // Less a millionth of a row: a reach read back (reachOf) gives its cap exactly, not one row more.
+  const cap = Math.ceil(WALK_CAP_FACTOR * expected - 1e-6);
+  return Math.max(WALK_CAP_MIN, walked <= WALK_WHOLE_SCOPE ? walked : 0, cap);
+}
+
+/**
+ * The cap of the next walk when one of `cap` rows came back short, or null when the page is better
+ * read as bunched matches (searchPlan). Matches spread unevenly through the list order: the super
+ * admin's "3000" (41,067 matches in 1,000,000 studies: accession numbers of each month's 3,000th
+ * study, and patient ids) has its 15th match at the 30,421st newest study, where its spread
+ * promised 365. Collecting its matches through the search index took 79 ms; walking 30,421 entries
+ * of the order index takes about 9. So a short walk is tried again WALK_WIDENING times wider while
+ * that many rows cost less than collecting the matches (rowsPerMatch: COVERED_WALK_ROWS_PER_MATCH)
+ * and fewer than the scope has; every walk stops at its page's last match, and the short ones cost
+ * at most 1 / (WALK_WIDENING - 1) of the one that fills the page.
+ */
+export function widerWalkCap(cap: number, matches: number, walked: number, rowsPerMatch: number): number | null {
+  const wider = cap * WALK_WIDENING;
+  return wider < walked && wider <= matches * rowsPerMatch ? wider : null;
+}
+
+const WALK_WIDENING = 8;
+
+/**
+ * The reach (SearchSizes.reach) of a walk of `cap` rows that filled its page: walkCap gives that
+ * cap again for this page, and scales it with the depth of another.
+ */
+export function reachOf(cap: number, offset: number, limit: number): number {
+  return cap / (WALK_CAP_FACTOR * (offset + limit));
 }
 
 /**

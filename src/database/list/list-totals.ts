@@ -12,6 +12,11 @@ export interface SearchSizes {
   indexed: boolean;
   /** A walk of it reached its cap: its matches sit together in the list order (see walkCap). */
   bunched?: boolean;
+  /**
+   * Rows a walk had to go through per row of the page it filled, when that was more than the
+   * matches' spread promised (their first ones sit deeper in the list order: see widerWalkCap).
+   */
+  reach?: number;
   /** Rows of the whole archive, what the search index's terms range over (see scopeOnRows). */
   archive?: number;
 }

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
+import { ListSearch } from './list-search';
 import { ListTotals } from './list-totals';
 import { PreparedQueries } from './prepared-queries';
 
-/** The shared list machinery: kept totals and the prepared statements of the list hot paths. */
+/** The shared list machinery: kept totals, the prepared statements of the list hot paths and the searched pages. */
 @Module({
-  providers: [ListTotals, PreparedQueries],
-  exports: [ListTotals, PreparedQueries],
+  providers: [ListTotals, PreparedQueries, ListSearch],
+  exports: [ListTotals, PreparedQueries, ListSearch],
 })
 export class ListModule {}

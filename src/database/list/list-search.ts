@@ -1,0 +1,192 @@
+import { Injectable } from '@nestjs/common';
+import {
+  COVERED_WALK_ROWS_PER_MATCH,
+  ListSpec,
+  listPageSql,
+  listSearchSql,
+  listWalkPageSql,
+  reachOf,
+  scopeOnRows,
+  searchCountPlan,
+  searchIndexedSql,
+  SearchPlan,
+  searchPlan,
+  walkCap,
+  widerWalkCap,
+} from './list-query';
+import { CounterSql, ListTotals, SearchSizes } from './list-totals';
+import { PreparedQueries } from './prepared-queries';
+import { SqlParams } from './sql-params';
+
+/** One search of a list, as the list's repository describes it to ListSearch. */
+export interface ListSearchQuery {
+  spec: ListSpec;
+  /** What the search's total and sizes are kept under: the list, the scope, every filter, the fragment. */
+  key: string;
+  search: string;
+  /** The counters of the caller's scope (ListTotals.studies or .patients). */
+  counters: (p: SqlParams) => CounterSql;
+  /**
+   * Which counter gives the rows a walk goes through: the scope's own (`total`), or the tenant's
+   * (`tenant`: a unit user's patients are walked in the tenant's name order).
+   */
+  walkedBy: 'total' | 'tenant';
+  /** The list's conditions without the fragment: the scope (listScopeSql, `onRows`) and any filter. */
+  conditions: (p: SqlParams, onRows: boolean) => string;
+  /** The exact total over `where` (the conditions with the fragment), as a scalar SQL expression. */
+  count: (where: string, p: SqlParams) => string;
+}
+
+/** A page row with the scope's version and size, read with a repeated search's page. */
+interface SearchMeta {
+  _version: string;
+  _walked: string;
+  /** Only when the search is first seen: the archive's size changes the plan little (scopeOnRows). */
+  _archive?: string;
+}
+
+/** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
+export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_archive', '_total'] as const;
+
+/** The plan of a search's page from its sizes; every list walks inside its order indexes. */
+const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
+  searchPlan(
+    sizes.matches,
+    sizes.walked,
+    offset,
+    limit,
+    sizes.indexed,
+    sizes.bunched,
+    COVERED_WALK_ROWS_PER_MATCH,
+    sizes.reach,
+  );
+
+/**
+ * A page of a searched list and its exact total, for every list (studies, patients). A common name
+ * fragment matches tens of thousands of rows that only a heap visit each can confirm, so its total
+ * is counted once per scope version and kept (ListTotals), and that exact count then picks the plan
+ * of the page (searchPlan): no matches, no page query. A search seen before takes its plan from the
+ * sizes last seen and reads its page together with the scope's version, so when nothing changed
+ * since, it is one statement. A walk that comes back short of what the total promises reached its
+ * cap (walkCap): it is tried again wider while that costs less than collecting the matches
+ * (widerWalkCap), the width that filled the page kept as the search's `reach`; past that, the
+ * matches are bunched (remembered) and the page is read by the plan searchPlan gives such a search.
+ */
+@Injectable()
+export class ListSearch {
+  constructor(
+    private readonly totals: ListTotals,
+    private readonly prepared: PreparedQueries,
+  ) {}
+
+  async page<Row extends object>(
+    query: ListSearchQuery,
+    offset: number,
+    limit: number,
+  ): Promise<{ rows: Row[]; total: number }> {
+    const seen = this.totals.lastSizes(query.key);
+    if (seen && seen.matches > offset) {
+      const q = new SqlParams();
+      const counters = query.counters(q);
+      const extra = `${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked`;
+      const plan = planOf(seen, offset, limit);
+      const rows = await this.read<Row & SearchMeta>(query, q, plan, seen, extra, offset, limit);
+      if (rows.length > 0) {
+        const sizes = await this.sizes(query, rows[0], seen.indexed);
+        return { rows: await this.complete(query, plan, sizes, rows, offset, limit), total: sizes.matches };
+      }
+    }
+    const p = new SqlParams();
+    const counters = query.counters(p);
+    const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
+      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked, ${counters.archive} AS _archive,
+              ${searchIndexedSql(query.search, p)} AS _indexed`,
+      p.values,
+    );
+    const sizes = await this.sizes(query, meta, meta._indexed);
+    if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
+    const plan = planOf(sizes, offset, limit);
+    const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
+    return { rows: await this.complete(query, plan, sizes, rows, offset, limit), total: sizes.matches };
+  }
+
+  /** One page of the search by `plan`, with `extra` (scalar subqueries) on every row. */
+  private read<Row>(
+    query: ListSearchQuery,
+    p: SqlParams,
+    plan: SearchPlan,
+    sizes: SearchSizes,
+    extra: string,
+    offset: number,
+    limit: number,
+  ): Promise<Row[]> {
+    const { spec, search } = query;
+    if (plan === 'index') {
+      const base = query.conditions(p, scopeOnRows(sizes.matches, sizes.walked, sizes.archive));
+      const where = `${base} AND ${listSearchSql(spec, search, p, 'index')}`;
+      return this.prepared.query(listPageSql(spec, where, extra, p, offset, limit, true), p.values);
+    }
+    const base = query.conditions(p, false);
+    const match = listSearchSql(spec, search, p, 'walk');
+    const cap = walkCap(sizes.matches, sizes.walked, offset, limit, sizes.bunched, sizes.reach);
+    return this.prepared.query(listWalkPageSql(spec, base, match, extra, p, offset, limit, cap), p.values);
+  }
+
+  /**
+   * `rows`, read by `plan`, unless a walk came back short of what the exact total promises: it
+   * reached its cap, so it is read again wider (remembered as the search's reach) while a walk that
+   * wide costs less than collecting the matches, and else as bunched matches (remembered).
+   */
+  private async complete<Row>(
+    query: ListSearchQuery,
+    plan: SearchPlan,
+    sizes: SearchSizes,
+    rows: Row[],
+    offset: number,
+    limit: number,
+  ): Promise<Row[]> {
+    const wanted = Math.min(limit, sizes.matches - offset);
+    if (plan === 'index' || rows.length >= wanted) return rows;
+    let cap = walkCap(sizes.matches, sizes.walked, offset, limit, sizes.bunched, sizes.reach);
+    for (;;) {
+      const wider = widerWalkCap(cap, sizes.matches, sizes.walked, COVERED_WALK_ROWS_PER_MATCH);
+      if (wider === null) break;
+      const reached: SearchSizes = { ...sizes, reach: reachOf(wider, offset, limit) };
+      const again = await this.read<Row>(query, new SqlParams(), 'walk', reached, 'NULL AS _total', offset, limit);
+      if (again.length >= wanted) {
+        this.totals.rememberSizes(query.key, reached);
+        return again;
+      }
+      cap = wider;
+    }
+    const bunched: SearchSizes = { ...sizes, bunched: true, reach: undefined };
+    this.totals.rememberSizes(query.key, bunched);
+    return this.read(query, new SqlParams(), planOf(bunched, offset, limit), bunched, 'NULL AS _total', offset, limit);
+  }
+
+  /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */
+  private async sizes(query: ListSearchQuery, meta: SearchMeta, indexed: boolean): Promise<SearchSizes> {
+    const total = await this.totals.cached(query.key, meta._version, async () => {
+      const q = new SqlParams();
+      const plan = searchCountPlan(Number(meta._walked), indexed);
+      const where = `${query.conditions(q, false)} AND ${listSearchSql(query.spec, query.search, q, plan)}`;
+      const [row] = await this.prepared.query<{ total: string; version: string }>(
+        `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
+        q.values,
+      );
+      return { total: Number(row.total), version: row.version };
+    });
+    const seen = this.totals.lastSizes(query.key);
+    const archive = meta._archive === undefined ? seen?.archive : Number(meta._archive);
+    const sizes: SearchSizes = {
+      matches: total,
+      walked: Number(meta._walked),
+      indexed,
+      bunched: seen?.bunched,
+      reach: seen?.reach,
+      archive,
+    };
+    this.totals.rememberSizes(query.key, sizes);
+    return sizes;
+  }
+}
