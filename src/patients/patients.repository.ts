@@ -103,6 +103,7 @@ export class PatientsRepository {
           spec: PATIENTS_LIST,
           key: JSON.stringify(['patients', scope, search]),
           search,
+          scope,
           counters: (p) => this.totals.patients(scope, p),
           walkedBy: 'tenant',
           conditions: (p, onRows) => this.conditions(scope, p, onRows),

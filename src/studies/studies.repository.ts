@@ -166,6 +166,7 @@ export class StudiesRepository {
         spec: STUDIES_LIST,
         key: JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, search]),
         search,
+        scope,
         counters: (p) => this.totals.studies(scope, p),
         walkedBy: 'total',
         conditions: (p, onRows) => this.conditions(scope, filter, p, onRows),

@@ -239,9 +239,10 @@ describe('Patients', () => {
     });
 
     it("collects a rare name of a clinic of more than 10,000 patients, never another clinic's", async () => {
-      // More than 10,000 patients: a search is collected through the search index (searchPlan), and
-      // with 2 matches in a clinic that is most of the archive its scope is tested on the rows
-      // (scopeOnRows), while another clinic has the same name.
+      // More than 10,000 patients: a search is collected through the search index (searchPlan), through
+      // the clinic's own terms (TenantSearchTerms), its scope tested on the rows, while another clinic
+      // has the same name, and a third one, whose id starts with the same 8 hex digits, has the same
+      // tag on its terms (search_tag): its patient is a candidate, never a row of the page.
       const big = await createClinic(t.db, t.http);
       const neighbour = await createClinic(t.db, t.http);
       await t.db.query(
@@ -251,16 +252,32 @@ describe('Patients', () => {
         [big.tenant.id],
       );
       const foreign = await createPatient(t.db, neighbour.tenant.id, { patient_name: 'QUINTANILHA^RARA 0' });
+      const [twin] = await t.db.query(
+        `INSERT INTO tenants (id, name, slug)
+         VALUES ((left($1::text, 8) || substr(gen_random_uuid()::text, 9))::uuid, $2, $2) RETURNING id`,
+        [big.tenant.id, `twin-${big.tenant.id}`],
+      );
+      const [{ same }] = await t.db.query(`SELECT search_tag($1::uuid) = search_tag($2::uuid) AND $1 <> $2 AS same`, [
+        big.tenant.id,
+        twin.id,
+      ]);
+      expect(same).toBe(true);
+      const twinPatient = await createPatient(t.db, twin.id, { patient_name: 'QUINTANILHA^RARA 9' });
       const [{ expected }] = await t.db.query(
         `SELECT array_agg(patient_id ORDER BY patient_id) AS expected FROM patients WHERE tenant_id = $1 AND patient_name LIKE 'QUINTANILHA%'`,
         [big.tenant.id],
       );
-      for (let request = 0; request < 2; request++) {
-        const res = await t.http.get('/api/patients', { token: big.adminToken, query: { search: 'quintanilha' } });
-        expect(res.status).toBe(200);
-        const found = res.body.data.map((p: PatientRow) => p.patient_id).sort();
-        expect({ request, total: res.body.total, found }).toEqual({ request, total: 2, found: expected });
-        expect(idsOf(res.body)).not.toContain(foreign.id);
+      // "quintanilha" is one piece, counted from the piece counts; "ilha^rara" spans a separator with
+      // 3+ letters each side, counted through the index (the clinic's terms, the scope on the rows).
+      for (const search of ['quintanilha', 'ilha^rara']) {
+        for (let request = 0; request < 2; request++) {
+          const res = await t.http.get('/api/patients', { token: big.adminToken, query: { search } });
+          expect(res.status).toBe(200);
+          const found = res.body.data.map((p: PatientRow) => p.patient_id).sort();
+          expect({ search, request, total: res.body.total, found }).toEqual({ search, request, total: 2, found: expected });
+          expect(idsOf(res.body)).not.toContain(foreign.id);
+          expect(idsOf(res.body)).not.toContain(twinPatient.id);
+        }
       }
       const superRes = await t.http.get('/api/patients', { token: tokens.superAdmin, query: { search: 'quintanilha' } });
       expect(idsOf(superRes.body)).toContain(foreign.id);

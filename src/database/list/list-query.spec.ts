@@ -12,6 +12,7 @@ import {
   walkCap,
   widerWalkCap,
   reachOf,
+  tenantTermsOf,
 } from './list-query';
 import { SqlParams } from './sql-params';
 
@@ -159,6 +160,11 @@ describe('list SQL', () => {
     expect(p.values).toEqual(['%Jo\\_\\%ão%', 'Jo_%ão']);
     const q = new SqlParams();
     expect(listSearchSql(SPEC, 'silva', q, 'walk')).toBe('coalesce(t.search_text LIKE (SELECT search_fold($1)), false)');
+    const r = new SqlParams();
+    expect(listSearchSql(SPEC, 'silva', r, 'index', 'tenant-a')).toBe(
+      't.search_text LIKE (SELECT search_fold($1)) AND search_tenant_lexemes(t.tenant_id, t.search_text) @@ (SELECT search_tenant_query($2::uuid, $3))',
+    );
+    expect(r.values).toEqual(['%silva%', 'tenant-a', 'silva']);
     expect(q.values).toEqual(['%silva%']);
   });
 
@@ -204,5 +210,19 @@ describe('listSearchCountSql', () => {
     const sql = listSearchCountSql(SPEC, { kind: 'unit', tenantId: 't1', unitId: 'u1' }, 'rigue', 'x', p);
     expect(sql).toBe('(SELECT count(*) FROM things t WHERE x)');
     expect(p.values).toEqual([]);
+  });
+});
+
+describe('tenantTermsOf', () => {
+  it("reads a tenant's own index terms for a tenant admin, and for a unit user of a list whose rows are a tenant's", () => {
+    const tenant = { kind: 'tenant', tenantId: 'a' } as const;
+    const unit = { kind: 'unit', tenantId: 'a', unitId: 'u' } as const;
+    const ofUnits: ListSpec = { ...SPEC, scope: { tenant: 't.tenant_id', unit: 't.unit_id' }, unitScope: undefined };
+    expect(tenantTermsOf(SPEC, tenant)).toBe('a');
+    expect(tenantTermsOf(SPEC, unit)).toBe('a'); // rows of a tenant (unitScope), seen by a unit through another table
+    expect(tenantTermsOf(ofUnits, tenant)).toBe('a');
+    expect(tenantTermsOf(ofUnits, unit)).toBeNull(); // a unit's own rows: the unit's term
+    expect(tenantTermsOf(SPEC, { kind: 'all' })).toBeNull();
+    expect(tenantTermsOf(SPEC, { kind: 'none' })).toBeNull();
   });
 });

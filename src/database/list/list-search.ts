@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DataScope } from '../../common/auth/data-scope';
 import {
   COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
@@ -8,6 +9,7 @@ import {
   reachOf,
   scopeOnRows,
   searchCountPlan,
+  tenantTermsOf,
   searchIndexedSql,
   SearchPlan,
   searchPlan,
@@ -24,6 +26,8 @@ export interface ListSearchQuery {
   /** What the search's total and sizes are kept under: the list, the scope, every filter, the fragment. */
   key: string;
   search: string;
+  /** The caller's scope, as the repository's conditions and counters see it. */
+  scope: DataScope;
   /** The counters of the caller's scope (ListTotals.studies or .patients). */
   counters: (p: SqlParams) => CounterSql;
   /**
@@ -122,8 +126,9 @@ export class ListSearch {
   ): Promise<Row[]> {
     const { spec, search } = query;
     if (plan === 'index') {
-      const base = query.conditions(p, scopeOnRows(sizes.matches, sizes.walked, sizes.archive));
-      const where = `${base} AND ${listSearchSql(spec, search, p, 'index')}`;
+      const tenantTerms = tenantTermsOf(spec, query.scope);
+      const onRows = tenantTerms !== null || scopeOnRows(sizes.matches, sizes.walked, sizes.archive);
+      const where = `${query.conditions(p, onRows)} AND ${listSearchSql(spec, search, p, 'index', tenantTerms)}`;
       return this.prepared.query(listPageSql(spec, where, extra, p, offset, limit, true), p.values);
     }
     const base = query.conditions(p, false);
@@ -169,7 +174,8 @@ export class ListSearch {
     const total = await this.totals.cached(query.key, meta._version, async () => {
       const q = new SqlParams();
       const plan = searchCountPlan(Number(meta._walked), indexed);
-      const where = `${query.conditions(q, false)} AND ${listSearchSql(query.spec, query.search, q, plan)}`;
+      const tenantTerms = plan === 'index' ? tenantTermsOf(query.spec, query.scope) : null;
+      const where = `${query.conditions(q, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, q, plan, tenantTerms)}`;
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
