@@ -16,7 +16,7 @@ import { createStudy } from '../support/clinical-factories';
 import { writeStudy, WrittenStudy } from '../support/dicom';
 import { createClinic } from '../support/factories';
 import { NginxInstance, startNginx } from '../support/nginx';
-import { basicAuth, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor } from '../support/orthanc';
 import { startBuiltProcess } from '../support/processes';
 
 jest.setTimeout(600_000);
@@ -501,7 +501,16 @@ describe('the viewer gate against the real image server', () => {
       await fetch(`${api.url}/api/health?access_token=${secret}`, {
         headers: { 'x-viewer-token': viewerToken, cookie: `pacs_access_token=${clinicA.token1}` },
       });
-      const logged = api.output();
+      // A request is logged when its response has gone, and the line reaches this process through
+      // the child's stdout some time after the client has the answer: wait for both lines.
+      const logged = await waitFor(
+        'both requests in the log',
+        async () => {
+          const output = api.output();
+          return output.includes('/api/studies?') && output.includes('/api/health?') && output;
+        },
+        10_000,
+      );
       expect(logged).toContain('/api/studies?page=1&token=[redacted]&%74oken=[redacted]');
       expect(logged).toContain('/api/health?access_token=[redacted]');
       for (const token of [secret, viewerToken, clinicA.token1]) expect(logged).not.toContain(token);
