@@ -30,6 +30,14 @@ describe('Patients', () => {
 
   const idsOf = (body: { data: Array<{ id: string }> }) => body.data.map((row) => row.id);
 
+  /** `count` patients of a tenant in one statement, patient ids 'P-<n>', named by `name` (SQL of n). */
+  const insertPatients = (tenantId: string, count: number, name: string) =>
+    t.db.query(
+      `INSERT INTO patients (tenant_id, patient_id, patient_name)
+       SELECT $1, 'P-' || n, ${name} FROM generate_series(1, $2::int) n`,
+      [tenantId, count],
+    );
+
   describe('isolation', () => {
     // A patient with studies in unit 1 only; one with studies in both units; one without studies.
     let inUnit1: PatientRow;
@@ -245,12 +253,7 @@ describe('Patients', () => {
       // tag on its terms (search_tag): its patient is a candidate, never a row of the page.
       const big = await createClinic(t.db, t.http);
       const neighbour = await createClinic(t.db, t.http);
-      await t.db.query(
-        `INSERT INTO patients (tenant_id, patient_id, patient_name)
-         SELECT $1, 'BIG-' || n, CASE WHEN n <= 2 THEN 'QUINTANILHA^RARA ' || n ELSE 'SOUZA^ANA ' || n END
-           FROM generate_series(1, 10100) n`,
-        [big.tenant.id],
-      );
+      await insertPatients(big.tenant.id, 10_100, `CASE WHEN n <= 2 THEN 'QUINTANILHA^RARA ' || n ELSE 'SOUZA^ANA ' || n END`);
       const foreign = await createPatient(t.db, neighbour.tenant.id, { patient_name: 'QUINTANILHA^RARA 0' });
       const [twin] = await t.db.query(
         `INSERT INTO tenants (id, name, slug)
@@ -289,12 +292,7 @@ describe('Patients', () => {
       // the walk's cap of 2,000 names, so the walk comes back short and the page is read as bunched
       // matches (collected through the search index) then and on the next request.
       const big = await createClinic(t.db, t.http);
-      await t.db.query(
-        `INSERT INTO patients (tenant_id, patient_id, patient_name)
-         SELECT $1, 'ORD-' || n, CASE WHEN n <= 11000 THEN 'ALVES^ANA ' || n ELSE 'ZZ^MARIA ' || n END
-           FROM generate_series(1, 12000) n`,
-        [big.tenant.id],
-      );
+      await insertPatients(big.tenant.id, 12_000, `CASE WHEN n <= 11000 THEN 'ALVES^ANA ' || n ELSE 'ZZ^MARIA ' || n END`);
       for (const [fragment, like, total] of [
         ['alves', 'ALVES%', 11_000],
         ['maria', 'ZZ^MARIA%', 1_000],

@@ -45,8 +45,8 @@ export interface ListSearchQuery {
 interface SearchMeta {
   _version: string;
   _walked: string;
-  /** Only when the search is first seen: the archive's size changes the plan little (scopeOnRows). */
-  _archive?: string;
+  /** Only when the search is first seen, and null for a clinic's terms (see scopeOnRows). */
+  _archive?: string | null;
 }
 
 /** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
@@ -102,8 +102,10 @@ export class ListSearch {
     }
     const p = new SqlParams();
     const counters = query.counters(p);
+    // The archive's size only weighs a scope's own index terms (scopeOnRows): not read for a clinic's terms.
+    const archive = tenantTermsOf(query.spec, query.scope) === null ? counters.archive : 'NULL';
     const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked, ${counters.archive} AS _archive,
+      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked, ${archive} AS _archive,
               ${searchIndexedSql(query.search, p)} AS _indexed`,
       p.values,
     );
@@ -183,7 +185,7 @@ export class ListSearch {
       return { total: Number(row.total), version: row.version };
     });
     const seen = this.totals.lastSizes(query.key);
-    const archive = meta._archive === undefined ? seen?.archive : Number(meta._archive);
+    const archive = meta._archive === undefined || meta._archive === null ? seen?.archive : Number(meta._archive);
     const sizes: SearchSizes = {
       matches: total,
       walked: Number(meta._walked),
