@@ -79,7 +79,7 @@ export class PatientsRepository {
     return qb;
   }
 
-  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see scopeOnRows). */
+  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see listScopeSql). */
   private conditions(scope: DataScope, p: SqlParams, onRows = false): string {
     return listScopeSql(PATIENTS_LIST, scope, p, onRows);
   }

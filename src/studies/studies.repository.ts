@@ -108,7 +108,7 @@ export class StudiesRepository {
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see scopeOnRows). */
+  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see listScopeSql). */
   private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, onRows = false): string {
     const parts = [listScopeSql(STUDIES_LIST, scope, p, onRows)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);

@@ -404,12 +404,15 @@ describe('Studies, series, instances and images', () => {
       // 9,900 recent studies and, before them all, 450 of January 2023's accession numbers and 150 of
       // February's. "old2301" (450) and "old230" (600) have enough matches that the plan walks the
       // date order (450 x 8 >= 15 x 10,500 / 450), none within the walk's cap of 2,000 rows: the walk
-      // comes back short, a walk 8 times wider would go past the clinic (widerWalkCap), and the page is
-      // read again through the search index (8 x 600 < 10,500), then and on the next request. "old2301-7" (11
-      // matches) is collected through the index from the start, its scope tested on the rows (few
-      // matches in a clinic that is most of the archive: scopeOnRows), while another clinic holds
-      // newer studies with the same accession numbers. A scope of 10,000 or fewer is always walked:
-      // this one is above, so every plan is exercised here.
+      // comes back short, a walk 8 times wider would go past the clinic (widerWalkCap), and the page
+      // is read again through the search index (8 x 600 < 10,500), then and on the next request.
+      // "old2301-7" (11 matches) is collected through the index from the start: the clinic's own
+      // terms, its tenant tested on the rows, while another clinic holds newer studies with the same
+      // accession numbers. The same searches by the user of the unit that holds the 10,500 (more
+      // than 10,000 too): the unit's term narrows the clinic's terms in the scan (UnitSearchTerms),
+      // and the clinic's other unit holds older matches of its own (on the admin's pages after the
+      // 10,500's). A scope of 10,000 or fewer is always walked: these are above, so every plan is
+      // exercised here.
       const big = await createClinic(t.db, t.http);
       const neighbour = await createClinic(t.db, t.http);
       for (const n of [7, 70, 71]) {
@@ -431,22 +434,42 @@ describe('Studies, series, instances and images', () => {
            FROM generate_series(1, 10500) n`,
         [big.tenant.id, big.unit1.id, big.tenant.id.slice(0, 8)],
       );
-      for (const [fragment, like, total] of [
-        ['old2301', 'OLD2301-%', 450],
-        ['old230', 'OLD230%', 600],
-        ['old2301-7', 'OLD2301-7%', 11],
-      ] as const) {
-        const [{ expected }] = await t.db.query(
-          `SELECT array_agg(accession_number ORDER BY study_date DESC, created_at DESC, id DESC) AS expected
-             FROM (SELECT * FROM studies WHERE tenant_id = $1 AND accession_number LIKE $2
-                    ORDER BY study_date DESC, created_at DESC, id DESC LIMIT 15) s`,
-          [big.tenant.id, like],
-        );
-        for (let request = 0; request < 2; request++) {
-          const res = await t.http.get('/api/studies', { token: big.adminToken, query: { search: fragment } });
-          expect(res.status).toBe(200);
-          const page = res.body.data.map((s: { accession_number: string }) => s.accession_number);
-          expect({ fragment, request, total: res.body.total, page }).toEqual({ fragment, request, total, page: expected });
+      for (const n of [7, 72, 73]) {
+        await createStudy(t.db, {
+          tenant_id: big.tenant.id,
+          unit_id: big.unit2.id,
+          accession_number: `OLD2301-${n}`,
+          study_date: '2022-12-20',
+        });
+      }
+      const callers = [
+        { caller: 'tenant admin', token: big.adminToken, units: [big.unit1.id, big.unit2.id], outOfUnit: 3 },
+        { caller: 'unit user', token: big.token1, units: [big.unit1.id], outOfUnit: 0 },
+      ];
+      for (const { caller, token, units, outOfUnit } of callers) {
+        for (const [fragment, like, total] of [
+          ['old2301', 'OLD2301-%', 450 + outOfUnit],
+          ['old230', 'OLD230%', 600 + outOfUnit],
+          ['old2301-7', 'OLD2301-7%', 11 + outOfUnit],
+        ] as const) {
+          const [{ expected }] = await t.db.query(
+            `SELECT array_agg(accession_number ORDER BY study_date DESC, created_at DESC, id DESC) AS expected
+               FROM (SELECT * FROM studies WHERE tenant_id = $1 AND unit_id = ANY($3) AND accession_number LIKE $2
+                      ORDER BY study_date DESC, created_at DESC, id DESC LIMIT 15) s`,
+            [big.tenant.id, like, units],
+          );
+          for (let request = 0; request < 2; request++) {
+            const res = await t.http.get('/api/studies', { token, query: { search: fragment } });
+            expect(res.status).toBe(200);
+            const page = res.body.data.map((s: { accession_number: string }) => s.accession_number);
+            expect({ caller, fragment, request, total: res.body.total, page }).toEqual({
+              caller,
+              fragment,
+              request,
+              total,
+              page: expected,
+            });
+          }
         }
       }
     });

@@ -8,7 +8,6 @@ import {
   listWalkPageSql,
   searchCountPlan,
   searchPlan,
-  scopeOnRows,
   walkCap,
   widerWalkCap,
   reachOf,
@@ -28,25 +27,6 @@ const SPEC: ListSpec = {
   pieceCounts: { table: 'thing_piece_counts', count: 'things', perUnit: false },
   walkColumns: 't.id, t.name, t.search_text',
 };
-
-describe('scopeOnRows', () => {
-  it("tests a large clinic's scope on the rows of a few matches, in the index scan otherwise", () => {
-    // The largest clinic: 200,000 of 1,000,000 studies; 4 candidates outside it per match.
-    expect(scopeOnRows(8, 200_000, 1_000_000)).toBe(true);
-    expect(scopeOnRows(166, 200_000, 1_000_000)).toBe(true);
-    expect(scopeOnRows(167, 200_000, 1_000_000)).toBe(false);
-    expect(scopeOnRows(2_046, 200_000, 1_000_000)).toBe(false);
-    // A clinic of 2% of the archive: only a handful of matches are worth 49 outsiders each.
-    expect(scopeOnRows(1, 20_000, 1_000_000)).toBe(true);
-    expect(scopeOnRows(2, 20_000, 1_000_000)).toBe(false);
-  });
-
-  it('keeps the scope in the scan when nothing is outside it or the archive is unknown', () => {
-    expect(scopeOnRows(1, 1_000_000, 1_000_000)).toBe(false);
-    expect(scopeOnRows(1, 200_000, undefined)).toBe(false);
-    expect(scopeOnRows(0, 0, 10)).toBe(false);
-  });
-});
 
 describe('searchPlan', () => {
   it('walks the list order for a common fragment and collects the matches of a rare one', () => {
@@ -142,7 +122,7 @@ describe('list SQL', () => {
     expect(listScopeSql(SPEC, { kind: 'none' }, new SqlParams())).toBe('FALSE');
   });
 
-  it('can put the whole scope where no index takes it, for a search index scan without its terms', () => {
+  it("tests the tenant on the rows for a search through the tenant's own terms, a unit's own column in the scan", () => {
     const p = new SqlParams();
     expect(listScopeSql(SPEC, { kind: 'unit', tenantId: 'T', unitId: 'U' }, p, true)).toBe(
       '(t.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND s.tenant_id = $2 AND s.unit_id = $3)) IS TRUE',
@@ -150,6 +130,16 @@ describe('list SQL', () => {
     expect(p.values).toEqual(['T', 'T', 'U']);
     expect(listScopeSql(SPEC, { kind: 'tenant', tenantId: 'T' }, new SqlParams(), true)).toBe('(t.tenant_id = $1) IS TRUE');
     expect(listScopeSql(SPEC, { kind: 'all' }, new SqlParams(), true)).toBe('TRUE');
+    expect(listScopeSql(SPEC, { kind: 'none' }, new SqlParams(), true)).toBe('FALSE');
+    const ofUnits: ListSpec = { ...SPEC, scope: { tenant: 't.tenant_id', unit: 't.unit_id' }, unitScope: undefined };
+    const q = new SqlParams();
+    expect(listScopeSql(ofUnits, { kind: 'unit', tenantId: 'T', unitId: 'U' }, q, true)).toBe(
+      '(t.tenant_id = $1) IS TRUE AND t.unit_id = $2',
+    );
+    expect(q.values).toEqual(['T', 'U']);
+    expect(listScopeSql(ofUnits, { kind: 'unit', tenantId: 'T', unitId: 'U' }, new SqlParams())).toBe(
+      't.tenant_id = $1 AND t.unit_id = $2',
+    );
   });
 
   it('matches the folded, escaped fragment, through the index terms or opaquely for a walk', () => {
@@ -214,15 +204,10 @@ describe('listSearchCountSql', () => {
 });
 
 describe('tenantTermsOf', () => {
-  it("reads a tenant's own index terms for a tenant admin, and for a unit user of a list whose rows are a tenant's", () => {
-    const tenant = { kind: 'tenant', tenantId: 'a' } as const;
-    const unit = { kind: 'unit', tenantId: 'a', unitId: 'u' } as const;
-    const ofUnits: ListSpec = { ...SPEC, scope: { tenant: 't.tenant_id', unit: 't.unit_id' }, unitScope: undefined };
-    expect(tenantTermsOf(SPEC, tenant)).toBe('a');
-    expect(tenantTermsOf(SPEC, unit)).toBe('a'); // rows of a tenant (unitScope), seen by a unit through another table
-    expect(tenantTermsOf(ofUnits, tenant)).toBe('a');
-    expect(tenantTermsOf(ofUnits, unit)).toBeNull(); // a unit's own rows: the unit's term
-    expect(tenantTermsOf(SPEC, { kind: 'all' })).toBeNull();
-    expect(tenantTermsOf(SPEC, { kind: 'none' })).toBeNull();
+  it("reads a tenant's own index terms for a tenant admin and a unit user, the SearchWords index's for the super admin", () => {
+    expect(tenantTermsOf({ kind: 'tenant', tenantId: 'a' })).toBe('a');
+    expect(tenantTermsOf({ kind: 'unit', tenantId: 'a', unitId: 'u' })).toBe('a');
+    expect(tenantTermsOf({ kind: 'all' })).toBeNull();
+    expect(tenantTermsOf({ kind: 'none' })).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { DataScope, scopeCondition, ScopeColumns } from '../../common/auth/data-scope';
+import { DataScope, scopeCondition, ScopeColumns, scopeTenantId } from '../../common/auth/data-scope';
 import { likePattern } from '../../common/pagination';
 import { SqlParams } from './sql-params';
 
@@ -54,38 +54,26 @@ export type SearchPlan = 'walk' | 'index';
 export const DIRECT_OFFSET_MAX = 300;
 
 /**
- * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `onRows`: as a
- * condition no index can take (see scopeOnRows), so a search index scan leaves the scope's terms out
- * and the scope is tested on each candidate's row.
+ * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `onRows`: for a
+ * search through a tenant's own index terms (tenantTermsOf), whose candidates are all the tenant's:
+ * the tenant as a condition no index can take, tested on each candidate's row, where naming it in
+ * the scan would intersect a posting list as long as the tenant (the largest clinic's: about 70
+ * index pages at 1,000,000 studies) for nothing. A unit's own column (studies) stays in the scan:
+ * the index holds the unit as a term of its own (UnitSearchTerms), a posting list as long as the
+ * unit, that leaves out the clinic's candidates of other units before any row is read.
  */
 export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams, onRows = false): string {
-  const own = p.bind(scopeCondition(scope, spec.scope));
-  const unit =
+  const unitOfRecord = (): string =>
     scope.kind === 'unit' && spec.unitScope
       ? ` AND ${spec.unitScope(p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' })))}`
       : '';
-  return onRows && scope.kind !== 'all' ? `(${own}${unit}) IS TRUE` : `${own}${unit}`;
+  if (!onRows || scope.kind === 'all' || scope.kind === 'none') {
+    return `${p.bind(scopeCondition(scope, spec.scope))}${unitOfRecord()}`;
+  }
+  const tenant = p.bind(scopeCondition({ kind: 'tenant', tenantId: scope.tenantId }, spec.scope));
+  const onRowsSql = `(${tenant}${unitOfRecord()}) IS TRUE`;
+  return scope.kind === 'unit' && spec.scope.unit ? `${onRowsSql} AND ${spec.scope.unit} = ${p.add(scope.unitId)}` : onRowsSql;
 }
-
-/**
- * Whether a page collected through the search index (plan `index`) tests the scope on the
- * candidates' rows instead of naming it in the index scan. The index holds the scope as terms too
- * (tenant_id, unit_id: btree_gin), and a scope's term is a posting list as long as the scope: for
- * the largest clinic at 1,000,000 studies about 70 pages, and the fragment's candidates, spread over
- * the whole archive, land on nearly all of them, each visit decoding a page's items. Left out of the
- * scan, the scope costs a heap visit for each candidate outside it instead, about
- * matches x (archive / scope - 1). Measured on that clinic, the 498 drawn fragments the index
- * serves, each page collected with the scope in the scan and then tested on the rows (best of 3):
- * up to 99 matches 294 -> 155 ms in all (306 fragments), 100-999 matches 208 -> 356 ms, more
- * 3,916 -> 9,011 ms. The scope goes to the rows when those outside candidates number fewer than the
- * scope's rows / 300 (that clinic: up to 166 matches).
- */
-export function scopeOnRows(matches: number, scope: number, archive: number | undefined): boolean {
-  if (!archive || scope <= 0 || scope >= archive) return false;
-  return matches * (archive / scope - 1) < scope / SCOPE_ROWS_PER_OUTSIDE_CANDIDATE;
-}
-
-const SCOPE_ROWS_PER_OUTSIDE_CANDIDATE = 300;
 
 /**
  * A search fragment (any part of a name, id or accession number, in any case, with or without
@@ -120,17 +108,14 @@ export function listSearchSql(
 
 /**
  * The tenant whose own index terms (TenantSearchTerms: search_tenant_lexemes) a search of this scope
- * reads, or null for the scope's terms in the SearchWords index. A tenant's terms hold its rows only
+ * reads, or null (the super admin) for the SearchWords index's. A tenant's terms hold its rows only
  * and expand a prefix over its own words, where the SearchWords index expands it over the archive
  * and intersects the tenant's term, a posting list as long as the tenant (see listSearchSql). With
- * them the scope is tested on the candidates' rows (listScopeSql `onRows`), every candidate being
- * the tenant's. A list whose rows belong to a tenant only (`unitScope`: the patients) reads them
- * for a unit user too; the studies of a unit keep the unit's term.
+ * them the tenant is tested on the candidates' rows (listScopeSql `onRows`), every candidate being
+ * the tenant's, and a unit's studies are narrowed by the unit's term in the same index (UnitSearchTerms).
  */
-export function tenantTermsOf(spec: ListSpec, scope: DataScope): string | null {
-  if (scope.kind === 'tenant') return scope.tenantId;
-  if (scope.kind === 'unit' && spec.unitScope) return scope.tenantId;
-  return null;
+export function tenantTermsOf(scope: DataScope): string | null {
+  return scopeTenantId(scope);
 }
 
 /** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */

@@ -7,7 +7,6 @@ import {
   listSearchSql,
   listWalkPageSql,
   reachOf,
-  scopeOnRows,
   searchCountPlan,
   tenantTermsOf,
   searchIndexedSql,
@@ -45,12 +44,10 @@ export interface ListSearchQuery {
 interface SearchMeta {
   _version: string;
   _walked: string;
-  /** Only when the search is first seen, and null for a clinic's terms (see scopeOnRows). */
-  _archive?: string | null;
 }
 
 /** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
-export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_archive', '_total'] as const;
+export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_total'] as const;
 
 /** The plan of a search's page from its sizes; every list walks inside its order indexes. */
 const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
@@ -102,10 +99,8 @@ export class ListSearch {
     }
     const p = new SqlParams();
     const counters = query.counters(p);
-    // The archive's size only weighs a scope's own index terms (scopeOnRows): not read for a clinic's terms.
-    const archive = tenantTermsOf(query.spec, query.scope) === null ? counters.archive : 'NULL';
     const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked, ${archive} AS _archive,
+      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
               ${searchIndexedSql(query.search, p)} AS _indexed`,
       p.values,
     );
@@ -128,9 +123,8 @@ export class ListSearch {
   ): Promise<Row[]> {
     const { spec, search } = query;
     if (plan === 'index') {
-      const tenantTerms = tenantTermsOf(spec, query.scope);
-      const onRows = tenantTerms !== null || scopeOnRows(sizes.matches, sizes.walked, sizes.archive);
-      const where = `${query.conditions(p, onRows)} AND ${listSearchSql(spec, search, p, 'index', tenantTerms)}`;
+      const tenantTerms = tenantTermsOf(query.scope);
+      const where = `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(spec, search, p, 'index', tenantTerms)}`;
       return this.prepared.query(listPageSql(spec, where, extra, p, offset, limit, true), p.values);
     }
     const base = query.conditions(p, false);
@@ -176,7 +170,7 @@ export class ListSearch {
     const total = await this.totals.cached(query.key, meta._version, async () => {
       const q = new SqlParams();
       const plan = searchCountPlan(Number(meta._walked), indexed);
-      const tenantTerms = plan === 'index' ? tenantTermsOf(query.spec, query.scope) : null;
+      const tenantTerms = plan === 'index' ? tenantTermsOf(query.scope) : null;
       const where = `${query.conditions(q, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, q, plan, tenantTerms)}`;
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
@@ -185,14 +179,12 @@ export class ListSearch {
       return { total: Number(row.total), version: row.version };
     });
     const seen = this.totals.lastSizes(query.key);
-    const archive = meta._archive === undefined || meta._archive === null ? seen?.archive : Number(meta._archive);
     const sizes: SearchSizes = {
       matches: total,
       walked: Number(meta._walked),
       indexed,
       bunched: seen?.bunched,
       reach: seen?.reach,
-      archive,
     };
     this.totals.rememberSizes(query.key, sizes);
     return sizes;

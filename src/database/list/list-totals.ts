@@ -17,8 +17,6 @@ export interface SearchSizes {
    * matches' spread promised (their first ones sit deeper in the list order: see widerWalkCap).
    */
   reach?: number;
-  /** Rows of the whole archive, what the search index's terms range over (see scopeOnRows). */
-  archive?: number;
 }
 
 /** SQL expressions (scalar subqueries) over the counters of a scope, to put in a list's statement. */
@@ -29,8 +27,6 @@ export interface CounterSql {
   version: string;
   /** Rows of the tenant (or tenants) the scope is part of: what a unit's patients list walks. */
   tenant: string;
-  /** Rows of every tenant: what a search index term ranges over. */
-  archive: string;
 }
 
 // Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
@@ -68,7 +64,6 @@ export class ListTotals {
       get tenant() {
         return `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE ${tenantRows()})`;
       },
-      archive: `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c)`,
     };
   }
 
@@ -92,7 +87,6 @@ export class ListTotals {
       get tenant() {
         return tenant();
       },
-      archive: `(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c)`,
     };
   }
 
