@@ -415,13 +415,12 @@ describe('Studies, series, instances and images', () => {
       // exercised here.
       const big = await createClinic(t.db, t.http);
       const neighbour = await createClinic(t.db, t.http);
-      for (const n of [7, 70, 71]) {
-        await createStudy(t.db, {
-          tenant_id: neighbour.tenant.id,
-          unit_id: neighbour.unit1.id,
-          accession_number: `OLD2301-${n}`,
-          study_date: '2026-11-20',
-        });
+      const sameAccessions = [
+        { tenant_id: neighbour.tenant.id, unit_id: neighbour.unit1.id, numbers: [7, 70, 71], study_date: '2026-11-20' },
+        { tenant_id: big.tenant.id, unit_id: big.unit2.id, numbers: [7, 72, 73], study_date: '2022-12-20' },
+      ];
+      for (const { numbers, ...place } of sameAccessions) {
+        for (const n of numbers) await createStudy(t.db, { ...place, accession_number: `OLD2301-${n}` });
       }
       await t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
@@ -434,14 +433,6 @@ describe('Studies, series, instances and images', () => {
            FROM generate_series(1, 10500) n`,
         [big.tenant.id, big.unit1.id, big.tenant.id.slice(0, 8)],
       );
-      for (const n of [7, 72, 73]) {
-        await createStudy(t.db, {
-          tenant_id: big.tenant.id,
-          unit_id: big.unit2.id,
-          accession_number: `OLD2301-${n}`,
-          study_date: '2022-12-20',
-        });
-      }
       const callers = [
         { caller: 'tenant admin', token: big.adminToken, units: [big.unit1.id, big.unit2.id], outOfUnit: 3 },
         { caller: 'unit user', token: big.token1, units: [big.unit1.id], outOfUnit: 0 },

@@ -163,6 +163,19 @@ describe('list SQL', () => {
     expect(listPageSql(SPEC, 'TRUE', 'NULL AS _total', p, 300, 15)).toBe(
       'SELECT t.id, t.name, NULL AS _total FROM things t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT $1 OFFSET $2',
     );
+    const deep = listPageSql(SPEC, 'TRUE', 'NULL AS _total', new SqlParams(), 315, 15);
+    expect(deep).toContain(
+      'WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT $1 OFFSET $2)',
+    );
+    expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
+  });
+
+  it('sorts only the ids of collected matches, at any depth, then reads the page whole', () => {
+    const shallow = listPageSql(SPEC, 'TRUE', 'NULL AS _total', new SqlParams(), 0, 15, true);
+    expect(shallow).toContain(
+      "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
+    );
+    expect(shallow).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
     const deep = listPageSql(SPEC, 'TRUE', 'NULL AS _total', new SqlParams(), 315, 15, true);
     expect(deep).toContain(
       "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
