@@ -31,7 +31,14 @@ export function dataSourceOptions(databaseUrl: string, settings: ConnectionSetti
       // statements read index ranges of at most thousands of rows, and starting workers took longer
       // than that (a one-match search page at 3,000,000 studies: 25.5 ms with 2 workers planned on a
       // guessed estimate, 0.2 ms without); under load they would take cores from other requests.
-      options: ['-c max_parallel_workers_per_gather=0', ...(workMemMb > 0 ? [`-c work_mem=${workMemMb}MB`] : [])].join(' '),
+      // No JIT compilation either, for the same statements: it starts on estimated costs, and a
+      // generic plan's estimates (PreparedQueries) crossed jit_above_cost at 3,000,000 studies, so a
+      // walk that ran in 0.3 ms spent 11-13 ms compiling first (bench/README.md, "Sixth round").
+      options: [
+        '-c max_parallel_workers_per_gather=0',
+        '-c jit=off',
+        ...(workMemMb > 0 ? [`-c work_mem=${workMemMb}MB`] : []),
+      ].join(' '),
     },
   };
 }

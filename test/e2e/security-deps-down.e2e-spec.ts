@@ -55,20 +55,20 @@ describe('authenticated requests while a dependency is down', () => {
       expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
       const [settings] = await t.db.query(
         `SELECT current_setting('statement_timeout') AS timeout, current_setting('work_mem') AS "workMem",
-                current_setting('max_parallel_workers_per_gather') AS workers`,
+                current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit`,
       );
-      expect(settings).toEqual({ timeout: '300ms', workMem: '32MB', workers: '0' });
+      expect(settings).toEqual({ timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off' });
       // The list statements' own pool (PreparedQueries) has the same settings, and plans its
       // statements once per connection; the QIDO-RS search's are planned per execution.
       const prepared = t.app.get(PreparedQueries);
       const ownSettings = `SELECT current_setting('statement_timeout') AS timeout, current_setting('work_mem') AS "workMem",
-                                  current_setting('max_parallel_workers_per_gather') AS workers,
+                                  current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit,
                                   current_setting('plan_cache_mode') AS plans`;
       expect(await prepared.query(ownSettings, [])).toEqual([
-        { timeout: '300ms', workMem: '32MB', workers: '0', plans: 'force_generic_plan' },
+        { timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off', plans: 'force_generic_plan' },
       ]);
       expect(await prepared.query(ownSettings, [], 'custom')).toEqual([
-        { timeout: '300ms', workMem: '32MB', workers: '0', plans: 'auto' },
+        { timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off', plans: 'auto' },
       ]);
     } finally {
       await holder.rollbackTransaction().catch(() => undefined);
