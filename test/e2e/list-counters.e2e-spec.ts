@@ -149,6 +149,9 @@ describe('list counters (studies per unit, patients per tenant)', () => {
     expect((await patientCount(tenant.id)).patients).toBe(await actualPatients(tenant.id));
   });
 
+  // rebuild_list_counts() recounts the whole run database (its studies, patients and search pieces),
+  // which the large-clinic tests of other files fill with 40,000 studies and more, and waits for
+  // their writes (SHARE lock): 5 s was not enough on a slow machine when it ran after them.
   it('rebuild_list_counts() recounts everything to the same totals with new versions', async () => {
     await createStudy(db, { tenant_id: tenant.id, unit_id: unitA.id });
     await createPatient(db, tenant.id);
@@ -171,7 +174,7 @@ describe('list counters (studies per unit, patients per tenant)', () => {
       await runner.rollbackTransaction();
       await runner.release();
     }
-  });
+  }, 60_000);
 
   it('drops the counter rows with their unit or tenant', async () => {
     await createStudy(db, { tenant_id: tenant.id, unit_id: unitB.id });
