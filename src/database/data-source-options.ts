@@ -31,9 +31,9 @@ export function dataSourceOptions(databaseUrl: string, settings: ConnectionSetti
       // statements read index ranges of at most thousands of rows, and starting workers took longer
       // than that (a one-match search page at 3,000,000 studies: 25.5 ms with 2 workers planned on a
       // guessed estimate, 0.2 ms without); under load they would take cores from other requests.
-      // No JIT compilation either, for the same statements: it starts on estimated costs, and a
-      // generic plan's estimates (PreparedQueries) crossed jit_above_cost at 3,000,000 studies, so a
-      // walk that ran in 0.3 ms spent 11-13 ms compiling first (bench/README.md, "Sixth round").
+      // No JIT compilation either, for the same statements: it starts on estimated costs, which
+      // are large wherever a plan does not know its LIMIT, and a walk that runs in 0.3 ms spent
+      // 11-13 ms compiling first (generic plans at 3,000,000 studies: bench/README.md, "Sixth round").
       options: [
         '-c max_parallel_workers_per_gather=0',
         '-c jit=off',

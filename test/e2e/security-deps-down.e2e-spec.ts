@@ -1,5 +1,4 @@
 import { TokenService } from '../../src/auth/token.service';
-import { PreparedQueries } from '../../src/database/list';
 import { createTestApp, TestApp } from '../support/app';
 import { createTenant, createUnit, createUser } from '../support/factories';
 
@@ -58,18 +57,6 @@ describe('authenticated requests while a dependency is down', () => {
                 current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit`,
       );
       expect(settings).toEqual({ timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off' });
-      // The list statements' own pool (PreparedQueries) has the same settings, and plans its
-      // statements once per connection; the QIDO-RS search's are planned per execution.
-      const prepared = t.app.get(PreparedQueries);
-      const ownSettings = `SELECT current_setting('statement_timeout') AS timeout, current_setting('work_mem') AS "workMem",
-                                  current_setting('max_parallel_workers_per_gather') AS workers, current_setting('jit') AS jit,
-                                  current_setting('plan_cache_mode') AS plans`;
-      expect(await prepared.query(ownSettings, [])).toEqual([
-        { timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off', plans: 'force_generic_plan' },
-      ]);
-      expect(await prepared.query(ownSettings, [], 'custom')).toEqual([
-        { timeout: '300ms', workMem: '32MB', workers: '0', jit: 'off', plans: 'auto' },
-      ]);
     } finally {
       await holder.rollbackTransaction().catch(() => undefined);
       await holder.release();

@@ -1,7 +1,7 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'crypto';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
@@ -10,69 +10,24 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 // filling every connection with prepared statements.
 const MAX_NAMED = 500;
 
-// Connections of the generic-plan pool: the list statements are short, and two cores run no more
-// than a few at once; the rest of the service keeps TypeORM's pool.
-const GENERIC_POOL_MAX = 10;
-
-/**
- * How a statement's executions are planned:
- * - `generic`: once per connection, for any values. Every plan choice of the list statements is in
- *   their text (a walk is its own statement, its match hidden from the planner; collected matches
- *   are sorted by an expression no index provides; values sit in scalar subqueries), so values
- *   cannot change a good plan. Planning each execution for its values cost more than executing:
- *   a collected "2409" page 0.8-1.0 ms of planning for 1.9-4.7 ms of execution, a count 0.6-1.0 ms
- *   of binding for 0.1-1.8 ms of execution (1,000,000 studies, bench/README.md "Sixth round").
- * - `custom`: planned for each execution's values (a statement whose values decide its plan: the
- *   QIDO-RS search's patterns and ranges).
- */
-export type PlanMode = 'generic' | 'custom';
-
 /**
  * The list pages' statements as named prepared statements of their connection (pg's `name`):
  * PostgreSQL parses and analyses each distinct text once per connection, where an unnamed
- * statement is parsed again on every request (on the studies search, parsing was 0.2 ms of a
- * 1 ms statement). Generic-plan statements run on a pool of their own whose connections set
- * `plan_cache_mode = force_generic_plan` (see PlanMode); custom ones on TypeORM's pool. One
- * instance per process (ListModule), so that a statement's name is the same for every repository
- * that runs its text.
+ * statement is parsed again on every request. On the studies search, parsing was 0.2 ms of a
+ * 1 ms statement. Each execution is still planned for its own values (custom plans: the scope and
+ * the search pattern decide the plan). One instance per process (ListModule), so that a statement's
+ * name is the same for every repository that runs its text.
  */
 @Injectable()
-export class PreparedQueries implements OnModuleDestroy {
+export class PreparedQueries {
   private readonly names = new Map<string, string>();
-  private generic?: Pool;
-  private readonly logger = new Logger(PreparedQueries.name);
 
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async query<T>(text: string, values: unknown[], plans: PlanMode = 'generic'): Promise<T[]> {
-    const pool = plans === 'generic' ? this.genericPool() : this.master();
+  async query<T>(text: string, values: unknown[]): Promise<T[]> {
+    const pool = (this.db.driver as PostgresDriver).master as Pool;
     const result = await pool.query({ name: this.nameOf(text), text, values });
     return result.rows as T[];
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    const pool = this.generic;
-    this.generic = undefined;
-    await pool?.end();
-  }
-
-  private master(): Pool {
-    return (this.db.driver as PostgresDriver).master as Pool;
-  }
-
-  /** TypeORM's connection settings (URL, timeouts, startup options), generic plans added. */
-  private genericPool(): Pool {
-    if (this.generic) return this.generic;
-    const settings = this.master().options as Pool['options'] & { options?: string };
-    const pool = new Pool({
-      ...settings,
-      max: GENERIC_POOL_MAX,
-      options: [settings.options, '-c plan_cache_mode=force_generic_plan'].filter(Boolean).join(' '),
-    });
-    // An idle connection's error (the server restarted) is the pool's to recover from, not the process's end.
-    pool.on('error', (error) => this.logger.warn(`generic-plan pool: ${error.message}`));
-    this.generic = pool;
-    return pool;
   }
 
   private nameOf(text: string): string | undefined {

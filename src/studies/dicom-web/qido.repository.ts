@@ -88,8 +88,6 @@ export class QidoRepository {
              FROM series se WHERE se.study_id = s.id) counted
         ORDER BY ${LIST_ORDER}`,
       p.values,
-      // Its patterns and date ranges decide its plan (PlanMode).
-      'custom',
     );
   }
 }
