@@ -1,4 +1,4 @@
-import { scopeCondition, scopeOf } from './data-scope';
+import { scopeCondition, scopeOf, scopeTenantId } from './data-scope';
 
 const base = { is_super_admin: false, is_tenant_admin: false, tenant_id: 't1', unit_id: 'u1' };
 
@@ -36,5 +36,14 @@ describe('scopeCondition', () => {
   it('matches nothing for no scope and everything for all', () => {
     expect(scopeCondition({ kind: 'none' }, columns).sql).toBe('FALSE');
     expect(scopeCondition({ kind: 'all' }, columns).sql).toBe('TRUE');
+  });
+});
+
+describe('scopeTenantId', () => {
+  it("names the tenant of a tenant admin and a unit user (whose searches read that tenant's index terms), none for the super admin", () => {
+    expect(scopeTenantId({ kind: 'tenant', tenantId: 'a' })).toBe('a');
+    expect(scopeTenantId({ kind: 'unit', tenantId: 'a', unitId: 'u' })).toBe('a');
+    expect(scopeTenantId({ kind: 'all' })).toBeNull();
+    expect(scopeTenantId({ kind: 'none' })).toBeNull();
   });
 });

@@ -11,7 +11,6 @@ import {
   walkCap,
   widerWalkCap,
   reachOf,
-  tenantTermsOf,
 } from './list-query';
 import { SqlParams } from './sql-params';
 
@@ -213,14 +212,5 @@ describe('listSearchCountSql', () => {
     const sql = listSearchCountSql(SPEC, { kind: 'unit', tenantId: 't1', unitId: 'u1' }, 'rigue', 'x', p);
     expect(sql).toBe('(SELECT count(*) FROM things t WHERE x)');
     expect(p.values).toEqual([]);
-  });
-});
-
-describe('tenantTermsOf', () => {
-  it("reads a tenant's own index terms for a tenant admin and a unit user, the SearchWords index's for the super admin", () => {
-    expect(tenantTermsOf({ kind: 'tenant', tenantId: 'a' })).toBe('a');
-    expect(tenantTermsOf({ kind: 'unit', tenantId: 'a', unitId: 'u' })).toBe('a');
-    expect(tenantTermsOf({ kind: 'all' })).toBeNull();
-    expect(tenantTermsOf({ kind: 'none' })).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { DataScope, scopeCondition, ScopeColumns, scopeTenantId } from '../../common/auth/data-scope';
+import { DataScope, scopeCondition, ScopeColumns } from '../../common/auth/data-scope';
 import { likePattern } from '../../common/pagination';
 import { SqlParams } from './sql-params';
 
@@ -55,7 +55,7 @@ export const DIRECT_OFFSET_MAX = 300;
 
 /**
  * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `onRows`: for a
- * search through a tenant's own index terms (tenantTermsOf), whose candidates are all the tenant's:
+ * search through a tenant's own index terms (ListSearch), whose candidates are all the tenant's:
  * the tenant as a condition no index can take, tested on each candidate's row, where naming it in
  * the scan would intersect a posting list as long as the tenant (the largest clinic's: about 70
  * index pages at 1,000,000 studies) for nothing. A unit's own column (studies) stays in the scan:
@@ -84,7 +84,7 @@ export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams, onR
  *   index nor trusts an estimate for it (an opaque expression counts as matching half the rows), so
  *   it walks the list-order index until the page is full.
  * For a count, `index` when indexed, else the exact match over the scope. `tenantTerms`: the index
- * terms of that tenant (tenantTermsOf), else the SearchWords index's.
+ * terms of that tenant (TenantSearchTerms, UnitSearchTerms), else the SearchWords index's.
  * The folded pattern and the terms are scalar subqueries, computed once per statement: these
  * statements are prepared, and in a generic plan `search_fold($1)` is a call per row tested (the
  * unaccent dictionary each time): walking a unit's 3,453 rows took 13.2 ms so, 1.6 ms with the
@@ -104,18 +104,6 @@ export function listSearchSql(
   }
   const tenant = p.add(tenantTerms);
   return `${match} AND search_tenant_lexemes(${spec.scope.tenant}, ${spec.searchText}) @@ (SELECT search_tenant_query(${tenant}::uuid, ${p.add(search)}))`;
-}
-
-/**
- * The tenant whose own index terms (TenantSearchTerms: search_tenant_lexemes) a search of this scope
- * reads, or null (the super admin) for the SearchWords index's. A tenant's terms hold its rows only
- * and expand a prefix over its own words, where the SearchWords index expands it over the archive
- * and intersects the tenant's term, a posting list as long as the tenant (see listSearchSql). With
- * them the tenant is tested on the candidates' rows (listScopeSql `onRows`), every candidate being
- * the tenant's, and a unit's studies are narrowed by the unit's term in the same index (UnitSearchTerms).
- */
-export function tenantTermsOf(scope: DataScope): string | null {
-  return scopeTenantId(scope);
 }
 
 /** A boolean SQL expression: whether the search index can serve the fragment (listSearchSql). */

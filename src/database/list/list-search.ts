@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataScope } from '../../common/auth/data-scope';
+import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
   COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
@@ -8,7 +8,6 @@ import {
   listWalkPageSql,
   reachOf,
   searchCountPlan,
-  tenantTermsOf,
   searchIndexedSql,
   SearchPlan,
   searchPlan,
@@ -48,6 +47,18 @@ interface SearchMeta {
 
 /** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
 export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_total'] as const;
+
+/**
+ * The list's conditions with the fragment, for a plan. Through the search index, a tenant's or a
+ * unit user's search reads the tenant's own terms (TenantSearchTerms: a prefix expands over the
+ * tenant's words only, every candidate is the tenant's, and a unit's studies are narrowed by the
+ * unit's term in the same index, UnitSearchTerms), the tenant tested on the rows (listScopeSql
+ * `onRows`); the super admin's reads the SearchWords index.
+ */
+function searchWhere(query: ListSearchQuery, p: SqlParams, plan: SearchPlan): string {
+  const tenantTerms = plan === 'index' ? scopeTenantId(query.scope) : null;
+  return `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, p, plan, tenantTerms)}`;
+}
 
 /** The plan of a search's page from its sizes; every list walks inside its order indexes. */
 const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
@@ -123,9 +134,7 @@ export class ListSearch {
   ): Promise<Row[]> {
     const { spec, search } = query;
     if (plan === 'index') {
-      const tenantTerms = tenantTermsOf(query.scope);
-      const where = `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(spec, search, p, 'index', tenantTerms)}`;
-      return this.prepared.query(listPageSql(spec, where, extra, p, offset, limit, true), p.values);
+      return this.prepared.query(listPageSql(spec, searchWhere(query, p, 'index'), extra, p, offset, limit, true), p.values);
     }
     const base = query.conditions(p, false);
     const match = listSearchSql(spec, search, p, 'walk');
@@ -169,9 +178,7 @@ export class ListSearch {
   private async sizes(query: ListSearchQuery, meta: SearchMeta, indexed: boolean): Promise<SearchSizes> {
     const total = await this.totals.cached(query.key, meta._version, async () => {
       const q = new SqlParams();
-      const plan = searchCountPlan(Number(meta._walked), indexed);
-      const tenantTerms = plan === 'index' ? tenantTermsOf(query.scope) : null;
-      const where = `${query.conditions(q, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, q, plan, tenantTerms)}`;
+      const where = searchWhere(query, q, searchCountPlan(Number(meta._walked), indexed));
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
