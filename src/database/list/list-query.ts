@@ -235,6 +235,16 @@ export function searchCountPlan(walked: number, indexed: boolean): SearchPlan {
   return indexed && walked > WALK_WHOLE_SCOPE ? 'index' : 'walk';
 }
 
+/**
+ * searchCountPlan in SQL, for a statement that reads the scope's size and counts the search at once:
+ * the total counted through the index when `indexed` and more than WALK_WHOLE_SCOPE rows are
+ * `walked` (SQL expressions), else row by row. Each count is a scalar subquery (an InitPlan), run
+ * only when its CASE branch is taken.
+ */
+export function searchCountByPlanSql(walked: string, indexed: string, byIndex: string, byWalk: string): string {
+  return `(CASE WHEN ${indexed} AND ${walked} > ${WALK_WHOLE_SCOPE} THEN ${byIndex} ELSE ${byWalk} END)`;
+}
+
 const WALK_WHOLE_SCOPE = 10_000;
 
 const WALK_CAP_FACTOR = 4;

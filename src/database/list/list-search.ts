@@ -7,6 +7,7 @@ import {
   listSearchSql,
   listWalkPageSql,
   reachOf,
+  searchCountByPlanSql,
   searchCountPlan,
   searchIndexedSql,
   SearchPlan,
@@ -108,14 +109,7 @@ export class ListSearch {
         return { rows: await this.complete(query, plan, sizes, rows, offset, limit), total: sizes.matches };
       }
     }
-    const p = new SqlParams();
-    const counters = query.counters(p);
-    const [meta]: Array<SearchMeta & { _indexed: boolean }> = await this.prepared.query(
-      `SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
-              ${searchIndexedSql(query.search, p)} AS _indexed`,
-      p.values,
-    );
-    const sizes = await this.sizes(query, meta, meta._indexed);
+    const sizes = await this.firstSizes(query);
     if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
     const plan = planOf(sizes, offset, limit);
     const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
@@ -174,6 +168,31 @@ export class ListSearch {
     return this.read(query, new SqlParams(), planOf(bunched, offset, limit), bunched, 'NULL AS _total', offset, limit);
   }
 
+  /**
+   * A search not seen before (or whose last page came up empty): the scope's version and size, and
+   * the exact total, in one statement. The count's plan depends on the size and on whether the index
+   * serves the fragment (searchCountPlan), both read in the same statement, so both counts are in its
+   * text and the CASE runs one. As two statements (the sizes, then the count they choose), a first
+   * search paid for a second round trip and a second plan. Planned once (PlanMode `generic`): it has
+   * no LIMIT, and its custom plan cost more to make than to run (bench/README.md "Seventh round").
+   */
+  private async firstSizes(query: ListSearchQuery): Promise<SearchSizes> {
+    const p = new SqlParams();
+    const counters = query.counters(p);
+    const byIndex = query.count(searchWhere(query, p, 'index'), p);
+    const byWalk = query.count(searchWhere(query, p, 'walk'), p);
+    // OFFSET 0 keeps the sizes a subquery of their own: flattened, each would be read twice.
+    const [row]: Array<SearchMeta & { _indexed: boolean; _total: string }> = await this.prepared.query(
+      `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
+         FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
+                      ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`,
+      p.values,
+      'generic',
+    );
+    this.totals.keep(query.key, row._version, Number(row._total));
+    return this.remember(query.key, Number(row._total), Number(row._walked), row._indexed);
+  }
+
   /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */
   private async sizes(query: ListSearchQuery, meta: SearchMeta, indexed: boolean): Promise<SearchSizes> {
     const total = await this.totals.cached(query.key, meta._version, async () => {
@@ -182,18 +201,18 @@ export class ListSearch {
       const [row] = await this.prepared.query<{ total: string; version: string }>(
         `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
+        'generic',
       );
       return { total: Number(row.total), version: row.version };
     });
-    const seen = this.totals.lastSizes(query.key);
-    const sizes: SearchSizes = {
-      matches: total,
-      walked: Number(meta._walked),
-      indexed,
-      bunched: seen?.bunched,
-      reach: seen?.reach,
-    };
-    this.totals.rememberSizes(query.key, sizes);
+    return this.remember(query.key, total, Number(meta._walked), indexed);
+  }
+
+  /** The search's sizes now, with what its walks taught (bunched, reach), remembered. */
+  private remember(key: string, matches: number, walked: number, indexed: boolean): SearchSizes {
+    const seen = this.totals.lastSizes(key);
+    const sizes: SearchSizes = { matches, walked, indexed, bunched: seen?.bunched, reach: seen?.reach };
+    this.totals.rememberSizes(key, sizes);
     return sizes;
   }
 }

@@ -102,6 +102,11 @@ export class ListTotals {
     this.lastSeen.set(key, sizes);
   }
 
+  /** Keeps a total counted in the same statement as the scope's version `version`. */
+  keep(key: string, version: string, total: number): void {
+    this.totals.set(`${key}@${version}`, total);
+  }
+
   /**
    * The total kept under `key` at scope version `version`, else `count()`'s, which returns the
    * count and the version read in its own statement and is kept under that version. Concurrent
@@ -110,7 +115,7 @@ export class ListTotals {
   async cached(key: string, version: string, count: () => Promise<{ total: number; version: string }>): Promise<number> {
     return this.totals.load(`${key}@${version}`, async () => {
       const { total, version: countedAt } = await count();
-      this.totals.set(`${key}@${countedAt}`, total);
+      this.keep(key, countedAt, total);
       return total;
     });
   }

@@ -1,7 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'crypto';
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
@@ -10,24 +10,69 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 // filling every connection with prepared statements.
 const MAX_NAMED = 500;
 
+// Connections of the generic-plan pool: its statements are short, and two cores run no more than a
+// few at once; the rest of the service keeps TypeORM's pool.
+const GENERIC_POOL_MAX = 10;
+
+/**
+ * How a statement's executions are planned:
+ * - `custom` (the default): for each execution's values. A statement with a LIMIT or OFFSET
+ *   parameter needs them: planned without its values, PostgreSQL assumes a tenth of the rows are
+ *   wanted, and a list page read the whole unit by bitmap and sorted it (a unit's page 1: 54-250 ms
+ *   against 0.3; the soak fell from 447 to 161 requests/s, bench/README.md "Seventh round").
+ * - `generic`: planned once per connection, for any values. Only for a statement whose every plan
+ *   choice is in its text and which has no LIMIT or OFFSET to plan for: a search's count and sizes,
+ *   and its page of collected matches, which are all sorted whatever the page. Planning those for
+ *   their values cost more than running them (a count's bind 0.6-1.0 ms for 0.1-1.8 ms of execution).
+ */
+export type PlanMode = 'generic' | 'custom';
+
 /**
  * The list pages' statements as named prepared statements of their connection (pg's `name`):
  * PostgreSQL parses and analyses each distinct text once per connection, where an unnamed
- * statement is parsed again on every request. On the studies search, parsing was 0.2 ms of a
- * 1 ms statement. Each execution is still planned for its own values (custom plans: the scope and
- * the search pattern decide the plan). One instance per process (ListModule), so that a statement's
- * name is the same for every repository that runs its text.
+ * statement is parsed again on every request (on the studies search, parsing was 0.2 ms of a
+ * 1 ms statement). `generic` statements run on a pool of their own whose connections set
+ * `plan_cache_mode = force_generic_plan` (see PlanMode); `custom` ones on TypeORM's pool. One
+ * instance per process (ListModule), so that a statement's name is the same for every repository
+ * that runs its text.
  */
 @Injectable()
-export class PreparedQueries {
+export class PreparedQueries implements OnModuleDestroy {
   private readonly names = new Map<string, string>();
+  private generic?: Pool;
+  private readonly logger = new Logger(PreparedQueries.name);
 
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  async query<T>(text: string, values: unknown[]): Promise<T[]> {
-    const pool = (this.db.driver as PostgresDriver).master as Pool;
+  async query<T>(text: string, values: unknown[], plans: PlanMode = 'custom'): Promise<T[]> {
+    const pool = plans === 'generic' ? this.genericPool() : this.master();
     const result = await pool.query({ name: this.nameOf(text), text, values });
     return result.rows as T[];
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    const pool = this.generic;
+    this.generic = undefined;
+    await pool?.end();
+  }
+
+  private master(): Pool {
+    return (this.db.driver as PostgresDriver).master as Pool;
+  }
+
+  /** TypeORM's connection settings (URL, timeouts, startup options), generic plans added. */
+  private genericPool(): Pool {
+    if (this.generic) return this.generic;
+    const settings = this.master().options as Pool['options'] & { options?: string };
+    const pool = new Pool({
+      ...settings,
+      max: GENERIC_POOL_MAX,
+      options: [settings.options, '-c plan_cache_mode=force_generic_plan'].filter(Boolean).join(' '),
+    });
+    // An idle connection's error (the server restarted) is the pool's to recover from, not the process's end.
+    pool.on('error', (error) => this.logger.warn(`generic-plan pool: ${error.message}`));
+    this.generic = pool;
+    return pool;
   }
 
   private nameOf(text: string): string | undefined {
