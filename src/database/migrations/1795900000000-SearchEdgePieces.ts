@@ -84,8 +84,9 @@ ${PIECES_INSIDE_WORD}
         $$`;
 
 // The shapes above, as a fragment is typed: inside a word; a word's end and a separator; a
-// separator and a word's start; 1-2 characters, one separator, 1-2 characters.
-const SEARCH_PIECE_AT_EDGES = `
+// separator and a word's start; 1-2 characters, one separator, 1-2 characters. Exported for the
+// down() of SearchFragmentFunctions, which rewrites it in PL/pgSQL, to restore exactly.
+export const SEARCH_PIECE_AT_EDGES = `
       CREATE OR REPLACE FUNCTION search_piece(fragment text) RETURNS text
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
         AS $$

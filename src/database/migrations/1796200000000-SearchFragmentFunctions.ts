@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { SEARCH_PIECE_AT_EDGES } from './1795900000000-SearchEdgePieces';
 
 /**
  * The functions a search applies to the typed fragment (search_fold, search_piece,
@@ -52,15 +53,7 @@ export class SearchFragmentFunctions1796200000000 implements MigrationInterface 
       CREATE OR REPLACE FUNCTION search_fold(value text) RETURNS text
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
         AS $$ SELECT lower(public.unaccent('public.unaccent'::regdictionary, value)) $$`);
-    await q.query(`
-      CREATE OR REPLACE FUNCTION search_piece(fragment text) RETURNS text
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$
-        SELECT CASE WHEN search_fold(fragment) ~ '^([[:alnum:]]{3,}|[[:alnum:]]{2,}[^[:alnum:]]|[^[:alnum:]][[:alnum:]]{2,}|[[:alnum:]]{1,2}[^[:alnum:]][[:alnum:]]{1,2})$'
-                     AND strpos(search_fold(fragment), chr(31)) = 0
-                     AND (length(search_fold(fragment)) <= 4 OR search_fold(fragment) !~ '[[:digit:]]')
-                    THEN search_fold(fragment) END
-        $$`);
+    await q.query(SEARCH_PIECE_AT_EDGES);
     await q.query(`
       CREATE OR REPLACE FUNCTION search_tenant_query(tenant uuid, fragment text) RETURNS tsquery
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
