@@ -97,7 +97,7 @@ describe('list counters (studies per unit, patients per tenant)', () => {
     expect(await countedStudies(tenant.id)).toEqual(await actualStudies(tenant.id));
   });
 
-  it('changes the version when a searchable field or the patient link changes, not on other updates', async () => {
+  it('changes the version when a searchable field, the patient link or the list order changes, not on other updates', async () => {
     const study = await createStudy(db, { tenant_id: tenant.id, unit_id: unitA.id });
     const before = (await studyCounts(tenant.id))[unitA.id].version;
 
@@ -111,6 +111,9 @@ describe('list counters (studies per unit, patients per tenant)', () => {
       `patient_name = 'Outro Nome'`,
       `patient_id = 'OTHER-ID'`,
       `accession_number = 'ACC-OTHER'`,
+      // The list order (ListOrderVersions): a kept page of ids holds while these stand.
+      `study_date = study_date - 1`,
+      `created_at = created_at + interval '1 second'`,
       `patient_uuid = (SELECT id FROM patients WHERE tenant_id = '${tenant.id}' LIMIT 1)`,
     ]) {
       if (change.startsWith('patient_uuid')) await createPatient(db, tenant.id);
@@ -143,6 +146,9 @@ describe('list counters (studies per unit, patients per tenant)', () => {
     const renamed = await patientCount(tenant.id);
     expect(renamed).toEqual({ patients: 2, version: expect.any(BigInt) });
     expect(renamed.version).toBeGreaterThan(before);
+    // Its place in the name order (ListOrderVersions).
+    await db.query(`UPDATE patients SET created_at = created_at + interval '1 second' WHERE id = $1`, [p1.id]);
+    expect((await patientCount(tenant.id)).version).toBeGreaterThan(renamed.version);
 
     await db.query(`DELETE FROM patients WHERE id = $1`, [p1.id]);
     expect((await patientCount(tenant.id)).patients).toBe(1);

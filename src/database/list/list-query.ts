@@ -302,3 +302,13 @@ export function listWalkPageSql(
                                  ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
            ORDER BY ${spec.order}`;
 }
+
+/**
+ * The rows of a page kept by id (ListTotals.keptPage), in list order, with `extra` on every row and
+ * the list's conditions (the scope above all) tested on each: only the page's rows are read, by
+ * their primary key. `ids`: a PostgreSQL array literal of the page's ids.
+ */
+export function listPageByIdsSql(spec: ListSpec, where: string, extra: string, p: SqlParams, ids: string): string {
+  return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
+           WHERE ${spec.id} = ANY(${p.add(ids)}) AND ${where} ORDER BY ${spec.order}`;
+}

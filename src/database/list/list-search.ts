@@ -3,6 +3,7 @@ import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
   COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
+  listPageByIdsSql,
   listPageSql,
   listSearchSql,
   listWalkPageSql,
@@ -15,7 +16,7 @@ import {
   walkCap,
   widerWalkCap,
 } from './list-query';
-import { CounterSql, ListTotals, SearchSizes } from './list-totals';
+import { CounterSql, KeptPage, ListTotals, SearchSizes } from './list-totals';
 import { PreparedQueries } from './prepared-queries';
 import { SqlParams } from './sql-params';
 
@@ -84,6 +85,9 @@ const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =
  * cap (walkCap): it is tried again wider while that costs less than collecting the matches
  * (widerWalkCap), the width that filled the page kept as the search's `reach`; past that, the
  * matches are bunched (remembered) and the page is read by the plan searchPlan gives such a search.
+ * Every page read is kept by id under the scope version read before or with it (ListTotals.keepPage):
+ * the same page asked again (a refresh, paging back, the next doctor typing the same name) is read
+ * by its ids with the scope's version, and used while the version stands, else searched again.
  */
 @Injectable()
 export class ListSearch {
@@ -99,21 +103,63 @@ export class ListSearch {
   ): Promise<{ rows: Row[]; total: number }> {
     const seen = this.totals.lastSizes(query.key);
     if (seen && seen.matches > offset) {
+      const kept = this.totals.keptPage(query.key, offset, limit);
+      if (kept) {
+        const rows = await this.readKept<Row>(query, kept);
+        if (rows) {
+          const sizes = await this.sizes(query, rows[0], seen.indexed);
+          return { rows, total: sizes.matches };
+        }
+      }
       const q = new SqlParams();
-      const counters = query.counters(q);
-      const extra = `${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked`;
       const plan = planOf(seen, offset, limit);
-      const rows = await this.read<Row & SearchMeta>(query, q, plan, seen, extra, offset, limit);
+      const rows = await this.read<Row & SearchMeta>(query, q, plan, seen, this.metaColumns(query, q), offset, limit);
       if (rows.length > 0) {
         const sizes = await this.sizes(query, rows[0], seen.indexed);
-        return { rows: await this.complete(query, plan, sizes, rows, offset, limit), total: sizes.matches };
+        const page = await this.complete(query, plan, sizes, rows, offset, limit);
+        this.keep(query, offset, limit, rows[0]._version, page);
+        return { rows: page, total: sizes.matches };
       }
     }
-    const sizes = await this.firstSizes(query);
+    const { sizes, version } = await this.firstSizes(query);
     if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
     const plan = planOf(sizes, offset, limit);
     const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
-    return { rows: await this.complete(query, plan, sizes, rows, offset, limit), total: sizes.matches };
+    const page = await this.complete(query, plan, sizes, rows, offset, limit);
+    this.keep(query, offset, limit, version, page);
+    return { rows: page, total: sizes.matches };
+  }
+
+  /** The scope's version and the rows a walk goes through, as columns of a page's rows (SearchMeta). */
+  private metaColumns(query: ListSearchQuery, p: SqlParams): string {
+    const counters = query.counters(p);
+    return `${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked`;
+  }
+
+  /**
+   * A kept page read again by id, with the scope's version: its rows, or null when the version has
+   * moved since (or a row is gone, which moves it too), and the search must run.
+   */
+  private async readKept<Row>(query: ListSearchQuery, kept: KeptPage): Promise<Array<Row & SearchMeta> | null> {
+    const p = new SqlParams();
+    const meta = this.metaColumns(query, p);
+    const rows = await this.prepared.query<Row & SearchMeta>(
+      listPageByIdsSql(query.spec, query.conditions(p, false), meta, p, kept.ids),
+      p.values,
+    );
+    return rows.length === kept.count && rows[0]._version === kept.version ? rows : null;
+  }
+
+  /** Keeps the page's ids under `version`, read before or with the page (ListTotals.keepPage). */
+  private keep(query: ListSearchQuery, offset: number, limit: number, version: string, page: object[]): void {
+    const id = query.spec.id.slice(query.spec.id.indexOf('.') + 1);
+    this.totals.keepPage(
+      query.key,
+      offset,
+      limit,
+      version,
+      page.map((row) => String((row as Record<string, unknown>)[id])),
+    );
   }
 
   /** One page of the search by `plan`, with `extra` (scalar subqueries) on every row. */
@@ -176,7 +222,7 @@ export class ListSearch {
    * search paid for a second round trip and a second plan. Planned once (PlanMode `generic`): it has
    * no LIMIT, and its custom plan cost more to make than to run (bench/README.md "Seventh round").
    */
-  private async firstSizes(query: ListSearchQuery): Promise<SearchSizes> {
+  private async firstSizes(query: ListSearchQuery): Promise<{ sizes: SearchSizes; version: string }> {
     const p = new SqlParams();
     const counters = query.counters(p);
     const byIndex = query.count(searchWhere(query, p, 'index'), p);
@@ -190,7 +236,7 @@ export class ListSearch {
       'generic',
     );
     this.totals.keep(query.key, row._version, Number(row._total));
-    return this.remember(query.key, Number(row._total), Number(row._walked), row._indexed);
+    return { sizes: this.remember(query.key, Number(row._total), Number(row._walked), row._indexed), version: row._version };
   }
 
   /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */

@@ -122,6 +122,25 @@ describe('ListTotals SQL', () => {
   });
 });
 
+describe('ListTotals.keptPage', () => {
+  it('keeps a page per key, offset and limit, with its version and ids in order', () => {
+    const totals = new ListTotals();
+    totals.keepPage('k', 0, 15, '7.3', ['a1', 'b2', 'c3']);
+    expect(totals.keptPage('k', 0, 15)).toEqual({ version: '7.3', ids: '{a1,b2,c3}', count: 3 });
+    expect(totals.keptPage('k', 15, 15)).toBeUndefined();
+    expect(totals.keptPage('k', 0, 20)).toBeUndefined();
+    expect(totals.keptPage('other', 0, 15)).toBeUndefined();
+    totals.keepPage('k', 0, 15, '9.3', ['c3']);
+    expect(totals.keptPage('k', 0, 15)).toEqual({ version: '9.3', ids: '{c3}', count: 1 });
+  });
+
+  it('keeps no empty page', () => {
+    const totals = new ListTotals();
+    totals.keepPage('k', 0, 15, '7.3', []);
+    expect(totals.keptPage('k', 0, 15)).toBeUndefined();
+  });
+});
+
 describe('SqlParams', () => {
   it('numbers values in order and binds named fragments without touching casts', () => {
     const p = new SqlParams();

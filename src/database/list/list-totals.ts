@@ -29,7 +29,16 @@ export interface CounterSql {
   tenant: string;
 }
 
+/** A searched page's ids, as read at a scope version (ListTotals.keepPage). */
+export interface KeptPage {
+  version: string;
+  /** The ids in list order, as a PostgreSQL array literal. */
+  ids: string;
+  count: number;
+}
+
 // Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
+// A kept page is its ids as text, about 600 bytes for 15 rows: 6 MB at most.
 const MAX_CACHED = 10_000;
 
 /**
@@ -46,6 +55,7 @@ export class ListTotals {
   /** Totals under `key@version`: never stale, so kept until the bound pushes them out. */
   private readonly totals = new TtlCache<number>(MAX_CACHED);
   private readonly lastSeen = new TtlCache<SearchSizes>(MAX_CACHED);
+  private readonly pages = new TtlCache<KeptPage>(MAX_CACHED);
 
   /**
    * Counters of the studies a scope sees (study_counts, one row per unit). Each expression binds its
@@ -100,6 +110,25 @@ export class ListTotals {
 
   rememberSizes(key: string, sizes: SearchSizes): void {
     this.lastSeen.set(key, sizes);
+  }
+
+  /**
+   * The ids of a searched page (`key`, offset, limit) kept at a scope version, if any. The version
+   * moves with every change of a record's match, scope or place in the list (ListCounters,
+   * ListOrderVersions), so while it stands the page holds the same rows in the same order; reading
+   * them by id is then the whole search.
+   */
+  keptPage(key: string, offset: number, limit: number): KeptPage | undefined {
+    return this.pages.get(`${key}#${offset}#${limit}`);
+  }
+
+  /**
+   * Keeps a page's ids under `version`, which must have been read before or with the page: a page
+   * read later than its version can only be newer, and the version read then is no longer current.
+   */
+  keepPage(key: string, offset: number, limit: number, version: string, ids: string[]): void {
+    if (ids.length === 0) return;
+    this.pages.set(`${key}#${offset}#${limit}`, { version, ids: `{${ids.join(',')}}`, count: ids.length });
   }
 
   /** Keeps a total counted in the same statement as the scope's version `version`. */

@@ -1,4 +1,10 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import {
+  PATIENT_VERSION_COLUMNS,
+  patientCountsOnUpdateSql,
+  STUDY_VERSION_COLUMNS,
+  studyCountsOnUpdateSql,
+} from '../migration-sql/list-counter-triggers';
 
 /**
  * Exact list totals without counting a large tenant on every page.
@@ -60,31 +66,7 @@ export class ListCounters1795500000000 implements MigrationInterface {
           SET studies = c.studies + EXCLUDED.studies, version = EXCLUDED.version;
         RETURN NULL;
       END $$`);
-    // Only updates that can change a count touch the counters (a report status or the modalities
-    // do not), so the frequent updates of the ingestion worker take no counter lock.
-    await q.query(`
-      CREATE FUNCTION study_counts_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO study_counts AS c (tenant_id, unit_id, studies, version)
-        SELECT tenant_id, unit_id, sum(delta), nextval('list_counts_version')
-          FROM (
-            SELECT o.tenant_id, o.unit_id, CASE WHEN moved THEN -1 ELSE 0 END AS delta
-              FROM (SELECT o.tenant_id, o.unit_id,
-                           (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id) AS moved,
-                           (o.patient_uuid, o.patient_name, o.patient_id, o.accession_number)
-                             IS DISTINCT FROM (n.patient_uuid, n.patient_name, n.patient_id, n.accession_number) AS edited
-                      FROM old_rows o JOIN new_rows n ON n.id = o.id) o
-             WHERE moved OR edited
-            UNION ALL
-            SELECT n.tenant_id, n.unit_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id)
-          ) d
-         GROUP BY tenant_id, unit_id ORDER BY tenant_id, unit_id
-        ON CONFLICT (tenant_id, unit_id) DO UPDATE
-          SET studies = c.studies + EXCLUDED.studies, version = EXCLUDED.version;
-        RETURN NULL;
-      END $$`);
+    await q.query(studyCountsOnUpdateSql(STUDY_VERSION_COLUMNS));
 
     await q.query(`
       CREATE FUNCTION patient_counts_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -106,25 +88,7 @@ export class ListCounters1795500000000 implements MigrationInterface {
           SET patients = c.patients + EXCLUDED.patients, version = EXCLUDED.version;
         RETURN NULL;
       END $$`);
-    await q.query(`
-      CREATE FUNCTION patient_counts_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO patient_counts AS c (tenant_id, patients, version)
-        SELECT tenant_id, sum(delta), nextval('list_counts_version')
-          FROM (
-            SELECT o.tenant_id, CASE WHEN o.tenant_id IS DISTINCT FROM n.tenant_id THEN -1 ELSE 0 END AS delta
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.patient_name, o.patient_id) IS DISTINCT FROM (n.tenant_id, n.patient_name, n.patient_id)
-            UNION ALL
-            SELECT n.tenant_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE o.tenant_id IS DISTINCT FROM n.tenant_id
-          ) d
-         GROUP BY tenant_id ORDER BY tenant_id
-        ON CONFLICT (tenant_id) DO UPDATE
-          SET patients = c.patients + EXCLUDED.patients, version = EXCLUDED.version;
-        RETURN NULL;
-      END $$`);
+    await q.query(patientCountsOnUpdateSql(PATIENT_VERSION_COLUMNS));
 
     await q.query(`
       CREATE FUNCTION list_counts_on_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
