@@ -38,20 +38,36 @@ describe('searched pages read again by id stay the pages the search finds', () =
       )
     ).map((row: { id: string }) => row.id);
 
-  /** Every page of the search twice (the second read is the kept one), as the database has it. */
-  const expectStudiesPages = async (search: string) => {
-    for (const [token, unitId] of [
-      [clinic.adminToken, null],
-      [clinic.token1, clinic.unit1.id],
-    ] as const) {
+  /**
+   * Pages 1 and 2 of the search, each asked twice per caller (the second read is the kept one), are
+   * the pages the database orders now (`expected`, per caller's scope and page).
+   */
+  const expectPagesAsDatabase = async <Scope>(
+    list: 'studies' | 'patients',
+    search: string,
+    callers: ReadonlyArray<readonly [string, Scope]>,
+    expected: (scope: Scope, pageNo: number) => Promise<string[]>,
+  ) => {
+    for (const [token, scope] of callers) {
       for (const pageNo of [1, 2]) {
-        const wanted = await expectedStudies(search, unitId, pageNo);
+        const wanted = await expected(scope, pageNo);
         for (let read = 0; read < 2; read++) {
-          expect((await page('studies', token, search, pageNo)).data.map((row) => row.id)).toEqual(wanted);
+          expect((await page(list, token, search, pageNo)).data.map((row) => row.id)).toEqual(wanted);
         }
       }
     }
   };
+
+  const expectStudiesPages = (search: string) =>
+    expectPagesAsDatabase(
+      'studies',
+      search,
+      [
+        [clinic.adminToken, null],
+        [clinic.token1, clinic.unit1.id],
+      ],
+      (unitId: string | null, pageNo) => expectedStudies(search, unitId, pageNo),
+    );
 
   it('studies: after a date, a creation time, a name, a unit, a deletion and a report status change', async () => {
     const word = `Kp${randomBytes(4).toString('hex')}`;
@@ -113,19 +129,16 @@ describe('searched pages read again by id stay the pages the search finds', () =
           [tenantId, `%${word}%`, (pageNo - 1) * 20],
         )
       ).map((row: { id: string }) => row.id);
-    const expectPages = async () => {
-      for (const [token, tenantId] of [
-        [clinic.adminToken, clinic.tenant.id],
-        [other.adminToken, other.tenant.id],
-      ] as const) {
-        for (const pageNo of [1, 2]) {
-          const wanted = await expected(tenantId, pageNo);
-          for (let read = 0; read < 2; read++) {
-            expect((await page('patients', token, word, pageNo)).data.map((row) => row.id)).toEqual(wanted);
-          }
-        }
-      }
-    };
+    const expectPages = () =>
+      expectPagesAsDatabase(
+        'patients',
+        word,
+        [
+          [clinic.adminToken, clinic.tenant.id],
+          [other.adminToken, other.tenant.id],
+        ],
+        expected,
+      );
     await expectPages();
     expect((await page('patients', other.adminToken, word, 1)).total).toBe(1);
 

@@ -117,7 +117,7 @@ export class ListSearch {
       if (rows.length > 0) {
         const sizes = await this.sizes(query, rows[0], seen.indexed);
         const page = await this.complete(query, plan, sizes, rows, offset, limit);
-        this.keep(query, offset, limit, rows[0]._version, page);
+        this.keepPage(query, offset, limit, rows[0]._version, page);
         return { rows: page, total: sizes.matches };
       }
     }
@@ -126,7 +126,7 @@ export class ListSearch {
     const plan = planOf(sizes, offset, limit);
     const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
     const page = await this.complete(query, plan, sizes, rows, offset, limit);
-    this.keep(query, offset, limit, version, page);
+    this.keepPage(query, offset, limit, version, page);
     return { rows: page, total: sizes.matches };
   }
 
@@ -151,7 +151,7 @@ export class ListSearch {
   }
 
   /** Keeps the page's ids under `version`, read before or with the page (ListTotals.keepPage). */
-  private keep(query: ListSearchQuery, offset: number, limit: number, version: string, page: object[]): void {
+  private keepPage(query: ListSearchQuery, offset: number, limit: number, version: string, page: object[]): void {
     const id = query.spec.id.slice(query.spec.id.indexOf('.') + 1);
     this.totals.keepPage(
       query.key,

@@ -37,6 +37,9 @@ export interface KeptPage {
   count: number;
 }
 
+/** Where a searched page is kept: the search's key, the page's offset and its size. */
+const pageKey = (key: string, offset: number, limit: number): string => `${key}#${offset}#${limit}`;
+
 // Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
 // A kept page is its ids as text, about 600 bytes for 15 rows: 6 MB at most.
 const MAX_CACHED = 10_000;
@@ -119,7 +122,7 @@ export class ListTotals {
    * them by id is then the whole search.
    */
   keptPage(key: string, offset: number, limit: number): KeptPage | undefined {
-    return this.pages.get(`${key}#${offset}#${limit}`);
+    return this.pages.get(pageKey(key, offset, limit));
   }
 
   /**
@@ -128,7 +131,7 @@ export class ListTotals {
    */
   keepPage(key: string, offset: number, limit: number, version: string, ids: string[]): void {
     if (ids.length === 0) return;
-    this.pages.set(`${key}#${offset}#${limit}`, { version, ids: `{${ids.join(',')}}`, count: ids.length });
+    this.pages.set(pageKey(key, offset, limit), { version, ids: `{${ids.join(',')}}`, count: ids.length });
   }
 
   /** Keeps a total counted in the same statement as the scope's version `version`. */
