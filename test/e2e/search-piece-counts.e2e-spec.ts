@@ -1,6 +1,7 @@
 /**
  * The search totals of one-piece fragments come from study_piece_counts / patient_piece_counts
- * (migration SearchPieceCounts), kept by statement triggers. These tests check, on random names
+ * (migration SearchPieceCounts) and study_pair_piece_counts / patient_pair_piece_counts
+ * (SearchPairPieces), kept by statement triggers. These tests check, on random names
  * (accents, case, repeated words, a piece twice in one name, digits), that:
  * - the kept rows always equal a recount from scratch, after inserts, renames, moves between units
  *   and tenants, multi-row statements, deletes, TRUNCATE and rebuild_list_counts();
@@ -13,12 +14,22 @@ import { likePattern } from '../../src/common/pagination';
 import { ListSpec, listSearchCountSql, listSearchSql, SqlParams } from '../../src/database/list';
 import { PATIENTS_LIST } from '../../src/patients/patients.repository';
 import { STUDIES_LIST } from '../../src/studies/studies.repository';
+import {
+  PATIENT_PAIR_PIECE_COUNTS,
+  PATIENT_PIECE_COUNTS,
+  PieceCountTable,
+  pieceCountsTable,
+  STUDY_PAIR_PIECE_COUNTS,
+  STUDY_PIECE_COUNTS,
+} from '../../src/database/migration-sql/piece-count-triggers';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
 import { createPatient, createStudy, PatientRow } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 
 jest.setTimeout(120_000);
+
+const PIECE_TABLES = [STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS];
 
 const WORDS = [
   'JOÃO',
@@ -69,27 +80,22 @@ describe('search piece counts stay exact', () => {
     accession_number: random() < 0.2 ? null : `${digits(2)}${pick(['', 'A', '.'])}${digits(5)}`,
   });
 
-  /** Rows of the piece tables that differ from a recount from scratch (both tables). */
+  /** Rows of each piece table that differ from a recount from scratch. */
   const drift = async (runner: { query: DataSource['query'] } = db) => {
-    const [row] = await runner.query(`
-      SELECT (SELECT count(*) FROM (
-                (SELECT piece, tenant_id, unit_id, studies::bigint FROM study_piece_counts WHERE studies <> 0
-                 EXCEPT ALL
-                 SELECT x.piece, s.tenant_id, s.unit_id, count(*) FROM studies s, unnest(search_pieces(s.search_text)) x(piece) GROUP BY 1, 2, 3)
-                UNION ALL
-                (SELECT x.piece, s.tenant_id, s.unit_id, count(*) FROM studies s, unnest(search_pieces(s.search_text)) x(piece) GROUP BY 1, 2, 3
-                 EXCEPT ALL
-                 SELECT piece, tenant_id, unit_id, studies::bigint FROM study_piece_counts WHERE studies <> 0)) d) AS studies,
-             (SELECT count(*) FROM (
-                (SELECT piece, tenant_id, patients::bigint FROM patient_piece_counts WHERE patients <> 0
-                 EXCEPT ALL
-                 SELECT x.piece, p.tenant_id, count(*) FROM patients p, unnest(search_pieces(p.search_text)) x(piece) GROUP BY 1, 2)
-                UNION ALL
-                (SELECT x.piece, p.tenant_id, count(*) FROM patients p, unnest(search_pieces(p.search_text)) x(piece) GROUP BY 1, 2
-                 EXCEPT ALL
-                 SELECT piece, tenant_id, patients::bigint FROM patient_piece_counts WHERE patients <> 0)) d) AS patients`);
-    return { studies: Number(row.studies), patients: Number(row.patients) };
+    const differing = (t: PieceCountTable) => {
+      const alias = t.table.charAt(0);
+      const kept = `SELECT piece, ${t.place.join(', ')}, ${t.count}::bigint FROM ${pieceCountsTable(t)} WHERE ${t.count} <> 0`;
+      const recounted = `SELECT x.piece, ${t.place.map((k) => `${alias}.${k}`).join(', ')}, count(*)
+                           FROM ${t.table} ${alias}, unnest(${t.pieces}(${alias}.search_text)) x(piece)
+                          GROUP BY ${t.place.map((_, i) => i + 2).join(', ')}, 1`;
+      return `(SELECT count(*) FROM ((${kept} EXCEPT ALL ${recounted}) UNION ALL (${recounted} EXCEPT ALL ${kept})) d)`;
+    };
+    const [row] = await runner.query(
+      `SELECT ${PIECE_TABLES.map((t) => `${differing(t)} AS ${pieceCountsTable(t)}`).join(', ')}`,
+    );
+    return Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), Number(row[pieceCountsTable(t)])]));
   };
+  const NO_DRIFT = Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), 0]));
 
   /** A total as the list code computes it, and count(*) ... LIKE, for a scope. */
   const totals = async (spec: ListSpec, table: string, scope: DataScope, fragment: string) => {
@@ -108,10 +114,11 @@ describe('search piece counts stay exact', () => {
     const [row] = await db.query(
       `SELECT ${counted} AS counted,
               (SELECT count(*) FROM ${table} ${alias} WHERE ${scopeSql} AND ${alias}.search_text LIKE search_fold(${like})) AS liked,
-              search_piece(${p.add(fragment)}) IS NOT NULL AS piece`,
+              search_piece(${p.add(fragment)}) IS NOT NULL AS piece,
+              search_pair_piece(${p.add(fragment)}) IS NOT NULL AS pair`,
       p.values,
     );
-    return { counted: Number(row.counted), liked: Number(row.liked), piece: row.piece as boolean };
+    return { counted: Number(row.counted), liked: Number(row.liked), piece: row.piece as boolean, pair: row.pair as boolean };
   };
 
   const fragmentsOf = (texts: string[], n: number) => {
@@ -148,6 +155,17 @@ describe('search piece counts stay exact', () => {
       '0 ',
       ' 00',
       '00 a',
+      // Across one separator or a whole word (SearchPairPieces), and near shapes they do not hold.
+      'a silv',
+      'o rodr',
+      'ues^j',
+      ' silva ',
+      '^joão^',
+      ' da ',
+      '-der-',
+      'a  silva',
+      'ana silva',
+      ' silva s',
     ]);
     while (out.size < n) {
       const text = pick(texts);
@@ -161,7 +179,7 @@ describe('search piece counts stay exact', () => {
   };
 
   const expectTotalsExact = async (label: string) => {
-    expect({ label, seed, drift: await drift() }).toEqual({ label, seed, drift: { studies: 0, patients: 0 } });
+    expect({ label, seed, drift: await drift() }).toEqual({ label, seed, drift: NO_DRIFT });
     const rows: Array<{ t: string }> = await db.query(
       `SELECT patient_name || ' ' || coalesce(patient_id, '') || ' ' || coalesce(accession_number, '') AS t
          FROM studies WHERE tenant_id = ANY($1)`,
@@ -175,6 +193,7 @@ describe('search piece counts stay exact', () => {
     ];
     let pieces = 0;
     let edges = 0;
+    let pairs = 0;
     for (const fragment of fragmentsOf(
       rows.map((r) => r.t),
       30,
@@ -187,6 +206,7 @@ describe('search piece counts stay exact', () => {
           const found = await totals(spec, table, scope, fragment);
           if (found.piece) pieces++;
           if (found.piece && /[^\p{L}\p{N}]/u.test(fragment)) edges++;
+          if (found.pair && scope.kind !== 'unit') pairs++;
           expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
             label,
             seed,
@@ -200,6 +220,7 @@ describe('search piece counts stay exact', () => {
     }
     expect(pieces).toBeGreaterThan(0);
     expect(edges).toBeGreaterThan(0);
+    expect(pairs).toBeGreaterThan(0);
   };
 
   beforeAll(async () => {
@@ -294,6 +315,10 @@ describe('search piece counts stay exact', () => {
       '00060',
       '000604',
       'ues jo',
+      'ues^j',
+      's^joao',
+      '^joão^',
+      'ao^rodr',
       'ues^',
       '^jo',
       's^j',
@@ -356,6 +381,15 @@ describe('search piece counts stay exact', () => {
     ).toEqual(['Antonio SILVA', 'Mario Silveira']);
   });
 
+  /** What `fn` answers for each fragment of `shapes`, compared with what the shape says. */
+  const expectPieces = async (fn: 'search_piece' | 'search_pair_piece', shapes: Array<[string, string | null]>) => {
+    const [{ found }] = await db.query(
+      `SELECT array_agg(${fn}(f) ORDER BY n) AS found FROM unnest($1::text[]) WITH ORDINALITY x(f, n)`,
+      [shapes.map(([fragment]) => fragment)],
+    );
+    expect(shapes.map(([fragment], n) => [fragment, found[n]])).toEqual(shapes);
+  };
+
   it('search_piece() names the fragments the kept pieces answer', async () => {
     const shapes: Array<[string, string | null]> = [
       ['Rigue', 'rigue'],
@@ -383,11 +417,33 @@ describe('search piece counts stay exact', () => {
       ['1 2', '1 2'],
       ['12 34', null],
     ];
-    const [{ found }] = await db.query(
-      `SELECT array_agg(search_piece(f) ORDER BY n) AS found FROM unnest($1::text[]) WITH ORDINALITY x(f, n)`,
-      [shapes.map(([fragment]) => fragment)],
-    );
-    expect(shapes.map(([fragment], n) => [fragment, found[n]])).toEqual(shapes);
+    await expectPieces('search_piece', shapes);
+  });
+
+  it('search_pair_piece() names the fragments the kept pair pieces answer, none of search_piece()', async () => {
+    const shapes: Array<[string, string | null]> = [
+      ['A SIL', 'a sil'],
+      ['ão^rodr', 'ao^rodr'],
+      ['ilva s', 'ilva s'],
+      ['gues-jo', 'gues-jo'],
+      [' Silva ', ' silva '],
+      ['^da^', '^da^'],
+      [' 12 ', ' 12 '],
+      // Not kept: search_piece()'s shapes, 3+ characters on both sides, a run of two, two
+      // separators around two words, the fields' separator, 5+ characters with a digit.
+      ['o s', null],
+      ['lva ', null],
+      ['rigue', null],
+      ['ana silva', null],
+      ['a  silva', null],
+      [' da silva ', null],
+      [' silva  ', null],
+      ['a\u001fsilva', null],
+      ['\u001fsilva ', null],
+      [' 123 ', null],
+      ['1 234', null],
+    ];
+    await expectPieces('search_pair_piece', shapes);
   });
 
   it('TRUNCATE empties the counts and rebuild_list_counts() recounts them', async () => {
@@ -398,14 +454,19 @@ describe('search piece counts stay exact', () => {
       await runner.startTransaction();
       await runner.query(`DELETE FROM study_piece_counts WHERE piece LIKE 'r%'`);
       await runner.query(`UPDATE patient_piece_counts SET patients = patients + 1 WHERE piece LIKE 's%'`);
-      expect((await drift(runner)).studies).toBeGreaterThan(0);
+      await runner.query(`DELETE FROM study_pair_piece_counts WHERE piece LIKE '%s%'`);
+      await runner.query(`UPDATE patient_pair_piece_counts SET patients = patients + 1`);
+      const drifted = await drift(runner);
+      expect(Object.values(drifted).every((rows) => rows > 0)).toBe(true);
       await runner.query(`SELECT rebuild_list_counts()`);
-      expect(await drift(runner)).toEqual({ studies: 0, patients: 0 });
+      expect(await drift(runner)).toEqual(NO_DRIFT);
       await runner.query(`TRUNCATE studies, patients CASCADE`);
       const [left] = await runner.query(
-        `SELECT (SELECT count(*) FROM study_piece_counts) AS studies, (SELECT count(*) FROM patient_piece_counts) AS patients`,
+        `SELECT ${PIECE_TABLES.map((t) => `(SELECT count(*) FROM ${pieceCountsTable(t)}) AS ${pieceCountsTable(t)}`).join(', ')}`,
       );
-      expect({ studies: Number(left.studies), patients: Number(left.patients) }).toEqual({ studies: 0, patients: 0 });
+      expect(Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), Number(left[pieceCountsTable(t)])]))).toEqual(
+        NO_DRIFT,
+      );
     } finally {
       await runner.rollbackTransaction();
       await runner.release();

@@ -23,7 +23,7 @@ const SPEC: ListSpec = {
   scope: { tenant: 't.tenant_id' },
   unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
   searchText: 't.search_text',
-  pieceCounts: { table: 'thing_piece_counts', count: 'things', perUnit: false },
+  pieceCounts: { table: 'thing_piece_counts', pairTable: 'thing_pair_piece_counts', count: 'things', perUnit: false },
   walkColumns: 't.id, t.name, t.search_text',
 };
 
@@ -205,6 +205,30 @@ describe('listSearchCountSql', () => {
     expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2');
     expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE TRUE)');
     expect(p.values).toEqual(['rigue', 't1']);
+  });
+
+  it('reads the pair piece counts of the tenant for a fragment across a separator', () => {
+    const p = new SqlParams();
+    const sql = listSearchCountSql(SPEC, { kind: 'tenant', tenantId: 't1' }, 'a sil', 'TRUE', p).replace(/\s+/g, ' ');
+    expect(sql).toContain(
+      'WHEN search_pair_piece($1) IS NOT NULL THEN (SELECT coalesce(sum(c.things), 0) FROM thing_pair_piece_counts c ' +
+        'WHERE c.piece = search_pair_piece($1) AND c.tenant_id = $2)',
+    );
+    expect(p.values).toEqual(['a sil', 't1']);
+  });
+
+  it('reads no pair piece counts for a unit: they are kept per tenant', () => {
+    const p = new SqlParams();
+    const sql = listSearchCountSql(
+      { ...SPEC, pieceCounts: { ...SPEC.pieceCounts, perUnit: true } },
+      { kind: 'unit', tenantId: 't1', unitId: 'u1' },
+      'a sil',
+      'x',
+      p,
+    );
+    expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2 AND c.unit_id = $3');
+    expect(sql).not.toContain('pair');
+    expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE x)');
   });
 
   it('counts the conditions when the piece counts cannot express the scope (a unit, per-tenant counts)', () => {

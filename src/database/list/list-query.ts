@@ -30,11 +30,13 @@ export interface ListSpec {
    */
   searchText: string;
   /**
-   * The table of exact match counts per search piece (SearchPieceCounts migration), its count
-   * column and whether its rows are per unit: `{ table: 'study_piece_counts', count: 'studies',
-   * perUnit: true }`. A scope its rows cannot express (a unit's patients) counts through the index.
+   * The tables of exact match counts per search piece (SearchPieceCounts, SearchPairPieces), their
+   * count column and whether the first's rows are per unit: `{ table: 'study_piece_counts',
+   * pairTable: 'study_pair_piece_counts', count: 'studies', perUnit: true }`. The pair table's rows
+   * are per tenant. A scope the rows cannot express (a unit's patients; a unit's studies, for a
+   * pair piece) counts through the index.
    */
-  pieceCounts: { table: string; count: string; perUnit: boolean };
+  pieceCounts: { table: string; pairTable: string; count: string; perUnit: boolean };
   /**
    * For lists whose search walks go through listWalkPageSql: what a walk reads of each row to test
    * it and keep the list order (the id, the order's columns and `searchText`). Held by the scope's
@@ -119,21 +121,32 @@ export function listCountSql(spec: ListSpec, where: string): string {
 /**
  * The exact number of the scope's rows matching a search, as a scalar SQL expression; `where` is
  * the list conditions with the fragment (listSearchSql, plan `index` when indexed).
- * A fragment that is one piece (search_piece: 3+ letters or digits without a break; or cut at a
- * word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit) matches a row exactly
- * when the row has it among its pieces (SearchPieceCounts, SearchEdgePieces), so its count is the
- * sum of the scope's rows of that piece in the piece counts: an index-only read of one row per unit
- * (or tenant), where counting through the search index visits a heap block per match. Anything
- * else is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run when read).
+ * A fragment that is one piece matches a row exactly when the row has it among its pieces, so its
+ * count is the sum of the scope's rows of that piece in the piece counts: an index-only read of one
+ * row per unit or tenant, where counting through the search index visits a heap block per match.
+ * - search_piece (SearchPieceCounts, SearchEdgePieces): 3+ letters or digits without a break; or
+ *   cut at a word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit. Per unit.
+ * - search_pair_piece (SearchPairPieces): across one separator with 1-2 characters on one side
+ *   ("a sil", "ilva s"), or a whole word between separators (" silva "). Per tenant: a unit's
+ *   studies are counted over `where`.
+ * Anything else is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run
+ * when read).
  */
 export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, where: string, p: SqlParams): string {
   const counted = listCountSql(spec, where);
-  const { table, count, perUnit } = spec.pieceCounts;
+  const { table, pairTable, count, perUnit } = spec.pieceCounts;
   if (scope.kind === 'unit' && !perUnit) return counted;
   const piece = p.add(search);
   const rows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id', unit: perUnit ? 'c.unit_id' : undefined }));
+  // Outside a unit scope, `rows` names the tenant alone (or nothing): the pair table's place.
+  const pairs =
+    scope.kind === 'unit'
+      ? ''
+      : `
+     WHEN search_pair_piece(${piece}) IS NOT NULL
+     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${pairTable} c WHERE c.piece = search_pair_piece(${piece}) AND ${rows})`;
   return `(CASE WHEN search_piece(${piece}) IS NOT NULL
-     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${table} c WHERE c.piece = search_piece(${piece}) AND ${rows})
+     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${table} c WHERE c.piece = search_piece(${piece}) AND ${rows})${pairs}
      ELSE ${counted} END)`;
 }
 

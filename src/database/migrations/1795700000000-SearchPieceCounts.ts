@@ -1,4 +1,13 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import {
+  dropPieceCountTriggersSql,
+  PATIENT_PIECE_COUNTS,
+  pieceCountFunctionsSql,
+  pieceCountTriggersSql,
+  rebuildPieceCountsSql,
+  STUDY_PIECE_COUNTS,
+  truncatePieceCountsSql,
+} from '../migration-sql/piece-count-triggers';
 
 /**
  * Exact search totals without visiting a row per match (bench/README.md, "Search totals").
@@ -90,6 +99,8 @@ export const SEARCH_PIECE_BY_WORD = `
                     THEN search_fold(fragment) END
         $$`;
 
+const PIECE_COUNTS = [STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS];
+
 export class SearchPieceCounts1795700000000 implements MigrationInterface {
   name = 'SearchPieceCounts1795700000000';
 
@@ -113,87 +124,16 @@ export class SearchPieceCounts1795700000000 implements MigrationInterface {
         PRIMARY KEY (piece, tenant_id) INCLUDE (patients)
       )`);
 
-    // One function per table and event. `delta` rows: -1 per piece of a row that went, +1 per
-    // piece of a row that came; an update counts only rows whose text or place changed (EXCEPT ALL
-    // of the old and new versions), and pieces whose sum is zero are not written.
-    for (const { prefix, counts, count, place } of [
-      { prefix: 'study', counts: 'study_piece_counts', count: 'studies', place: ['tenant_id', 'unit_id'] },
-      { prefix: 'patient', counts: 'patient_piece_counts', count: 'patients', place: ['tenant_id'] },
-    ]) {
-      const key = ['piece', ...place];
-      const delta = (rows: string) => `
-        INSERT INTO ${counts} AS c (${key.join(', ')}, ${count})
-        SELECT ${key.map((k) => `d.${k}`).join(', ')}, sum(d.delta)
-          FROM (${rows}) d
-         GROUP BY ${key.map((k) => `d.${k}`).join(', ')}
-        HAVING sum(d.delta) <> 0
-         ORDER BY ${key.map((k) => `d.${k}`).join(', ')}
-        ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${count} = c.${count} + EXCLUDED.${count}`;
-      const pieces = (from: string, sign: number) =>
-        `SELECT x.piece, ${place.map((k) => `r.${k}`).join(', ')}, ${sign} AS delta
-           FROM ${from} r, unnest(search_pieces(r.search_text)) x(piece)`;
-      const columns = ['id', ...place, 'search_text'].join(', ');
-      const changed = (from: string, other: string) =>
-        `(SELECT ${columns} FROM ${from} EXCEPT ALL SELECT ${columns} FROM ${other})`;
-      for (const [event, rows] of [
-        ['insert', pieces('new_rows', 1)],
-        ['delete', pieces('old_rows', -1)],
-        ['update', `${pieces(changed('old_rows', 'new_rows'), -1)} UNION ALL ${pieces(changed('new_rows', 'old_rows'), 1)}`],
-      ]) {
-        await q.query(`
-          CREATE FUNCTION ${prefix}_piece_counts_on_${event}() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN
-            ${delta(rows)};
-            RETURN NULL;
-          END $$`);
-      }
+    // One function per table and event, kept as list counters are (ListCounters).
+    for (const t of PIECE_COUNTS) {
+      for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
     }
-    await q.query(`
-      CREATE FUNCTION piece_counts_on_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF TG_TABLE_NAME = 'studies' THEN
-          TRUNCATE study_piece_counts;
-        ELSE
-          TRUNCATE patient_piece_counts;
-        END IF;
-        RETURN NULL;
-      END $$`);
-
-    for (const [table, prefix] of [
-      ['studies', 'study'],
-      ['patients', 'patient'],
-    ]) {
-      for (const [event, transition] of [
-        ['INSERT', 'NEW TABLE AS new_rows'],
-        ['DELETE', 'OLD TABLE AS old_rows'],
-        ['UPDATE', 'OLD TABLE AS old_rows NEW TABLE AS new_rows'],
-      ]) {
-        await q.query(
-          `CREATE TRIGGER ${table}_piece_counts_${event.toLowerCase()} AFTER ${event} ON ${table}
-             REFERENCING ${transition} FOR EACH STATEMENT EXECUTE FUNCTION ${prefix}_piece_counts_on_${event.toLowerCase()}()`,
-        );
-      }
-      await q.query(
-        `CREATE TRIGGER ${table}_piece_counts_truncate AFTER TRUNCATE ON ${table}
-           FOR EACH STATEMENT EXECUTE FUNCTION piece_counts_on_truncate()`,
-      );
+    await q.query(truncatePieceCountsSql('piece_counts_on_truncate', STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS));
+    for (const t of PIECE_COUNTS) {
+      for (const sql of pieceCountTriggersSql(t, 'piece_counts_on_truncate')) await q.query(sql);
     }
 
-    await q.query(`
-      CREATE FUNCTION rebuild_search_piece_counts() RETURNS void LANGUAGE plpgsql AS $$
-      BEGIN
-        -- Writers wait while the recount runs, so the result is exact.
-        LOCK TABLE studies, patients IN SHARE MODE;
-        TRUNCATE study_piece_counts, patient_piece_counts;
-        INSERT INTO study_piece_counts (piece, tenant_id, unit_id, studies)
-        SELECT x.piece, s.tenant_id, s.unit_id, count(*)
-          FROM studies s, unnest(search_pieces(s.search_text)) x(piece)
-         GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
-        INSERT INTO patient_piece_counts (piece, tenant_id, patients)
-        SELECT x.piece, p.tenant_id, count(*)
-          FROM patients p, unnest(search_pieces(p.search_text)) x(piece)
-         GROUP BY 1, 2 ORDER BY 1, 2;
-      END $$`);
+    await q.query(rebuildPieceCountsSql(PIECE_COUNTS));
     // rebuild_list_counts() (ListCounters), which bulk loads call after loading with triggers off,
     // now recounts the pieces too.
     await q.query(`
@@ -214,15 +154,10 @@ export class SearchPieceCounts1795700000000 implements MigrationInterface {
         ${REBUILD_LIST_COUNTS}
       END $$`);
     await q.query(`DROP FUNCTION rebuild_search_piece_counts()`);
-    for (const table of ['studies', 'patients']) {
-      for (const event of ['insert', 'update', 'delete', 'truncate']) {
-        await q.query(`DROP TRIGGER ${table}_piece_counts_${event} ON ${table}`);
-      }
+    for (const t of PIECE_COUNTS) {
+      for (const sql of dropPieceCountTriggersSql(t)) await q.query(sql);
     }
     await q.query(`DROP FUNCTION piece_counts_on_truncate()`);
-    for (const prefix of ['study', 'patient']) {
-      for (const event of ['insert', 'update', 'delete']) await q.query(`DROP FUNCTION ${prefix}_piece_counts_on_${event}()`);
-    }
     await q.query(`DROP TABLE patient_piece_counts`);
     await q.query(`DROP TABLE study_piece_counts`);
     await q.query(`DROP FUNCTION search_piece(text)`);

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { SPLIT_WORDS_AND_RUNS } from '../migration-sql/piece-count-triggers';
 import { PIECES_INSIDE_WORD, SEARCH_PIECE_BY_WORD, SEARCH_PIECES_BY_WORD } from './1795700000000-SearchPieceCounts';
 
 /**
@@ -42,13 +43,7 @@ const SEARCH_PIECES_AT_EDGES = `
           len int;
           digits boolean;
         BEGIN
-          -- runs[k]: the run of other characters before words[k]; runs[last + 1]: after the last word.
-          FOR found IN SELECT regexp_matches(folded, '([^[:alnum:]]*)([[:alnum:]]+)', 'g') LOOP
-            runs := runs || found[1];
-            words := words || found[2];
-          END LOOP;
-          last := coalesce(array_length(words, 1), 0);
-          runs := runs || substring(folded from '[^[:alnum:]]*$');
+${SPLIT_WORDS_AND_RUNS}
           FOR k IN 1 .. last LOOP
             word := words[k];
             len := length(word);

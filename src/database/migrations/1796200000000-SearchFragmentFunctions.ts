@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { searchPieceFunctionSql } from '../migration-sql/piece-count-triggers';
 import { SEARCH_PIECE_AT_EDGES } from './1795900000000-SearchEdgePieces';
 
 /**
@@ -25,19 +26,13 @@ export class SearchFragmentFunctions1796200000000 implements MigrationInterface 
         AS $$ BEGIN RETURN lower(public.unaccent('public.unaccent'::regdictionary, value)); END $$`);
     // The piece shapes of SearchEdgePieces: inside a word; a word's end and a separator; a
     // separator and a word's start; 1-2 characters, one separator, 1-2 characters.
-    await q.query(`
-      CREATE OR REPLACE FUNCTION search_piece(fragment text) RETURNS text
-        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$
-        DECLARE
-          folded text := search_fold(fragment);
-        BEGIN
-          RETURN CASE WHEN folded ~ '^([[:alnum:]]{3,}|[[:alnum:]]{2,}[^[:alnum:]]|[^[:alnum:]][[:alnum:]]{2,}|[[:alnum:]]{1,2}[^[:alnum:]][[:alnum:]]{1,2})$'
-                           AND strpos(folded, chr(31)) = 0
-                           AND (length(folded) <= 4 OR folded !~ '[[:digit:]]')
-                      THEN folded END;
-        END
-        $$`);
+    await q.query(
+      searchPieceFunctionSql(
+        'search_piece',
+        '[[:alnum:]]{3,}|[[:alnum:]]{2,}[^[:alnum:]]|[^[:alnum:]][[:alnum:]]{2,}|[[:alnum:]]{1,2}[^[:alnum:]][[:alnum:]]{1,2}',
+        true,
+      ),
+    );
     await q.query(`
       CREATE OR REPLACE FUNCTION search_tenant_query(tenant uuid, fragment text) RETURNS tsquery
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT

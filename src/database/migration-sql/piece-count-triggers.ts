@@ -1,0 +1,202 @@
+// SQL shared by migrations. Not in migrations/: TypeORM loads every function a file there exports
+// as a migration class.
+
+/**
+ * A table of exact match counts per search piece, kept by statement-level triggers on the table
+ * it counts (SearchPieceCounts, SearchPairPieces).
+ */
+export interface PieceCountTable {
+  /** The counted table: `studies` or `patients`. */
+  table: string;
+  /** The counted record, in function names: `study` or `patient`. */
+  record: string;
+  /** What the tables, functions and triggers are named after: `piece_counts`, `pair_piece_counts`. */
+  kind: string;
+  /** The count column: `studies` or `patients`. */
+  count: string;
+  /** The columns a count is kept per, after the piece: `['tenant_id', 'unit_id']`. */
+  place: string[];
+  /** The SQL function giving a record's distinct pieces from its `search_text`. */
+  pieces: string;
+}
+
+/** The counts table of `t`: `study_piece_counts`. */
+export const pieceCountsTable = (t: PieceCountTable): string => `${t.record}_${t.kind}`;
+
+const EVENTS = [
+  ['insert', 'INSERT', 'NEW TABLE AS new_rows'],
+  ['delete', 'DELETE', 'OLD TABLE AS old_rows'],
+  ['update', 'UPDATE', 'OLD TABLE AS old_rows NEW TABLE AS new_rows'],
+] as const;
+
+/**
+ * The trigger functions of `t`, one per event. `delta` rows: -1 per piece of a row that went, +1 per
+ * piece of a row that came; an update counts only rows whose text or place changed (EXCEPT ALL of
+ * the old and new versions), and pieces whose sum is zero are not written. One upsert per statement,
+ * keys in order, so concurrent writers lock them in the same order.
+ */
+export function pieceCountFunctionsSql(t: PieceCountTable): string[] {
+  const counts = pieceCountsTable(t);
+  const key = ['piece', ...t.place];
+  const delta = (rows: string) => `
+        INSERT INTO ${counts} AS c (${key.join(', ')}, ${t.count})
+        SELECT ${key.map((k) => `d.${k}`).join(', ')}, sum(d.delta)
+          FROM (${rows}) d
+         GROUP BY ${key.map((k) => `d.${k}`).join(', ')}
+        HAVING sum(d.delta) <> 0
+         ORDER BY ${key.map((k) => `d.${k}`).join(', ')}
+        ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${t.count} = c.${t.count} + EXCLUDED.${t.count}`;
+  const pieces = (from: string, sign: number) =>
+    `SELECT x.piece, ${t.place.map((k) => `r.${k}`).join(', ')}, ${sign} AS delta
+           FROM ${from} r, unnest(${t.pieces}(r.search_text)) x(piece)`;
+  const columns = ['id', ...t.place, 'search_text'].join(', ');
+  const changed = (from: string, other: string) =>
+    `(SELECT ${columns} FROM ${from} EXCEPT ALL SELECT ${columns} FROM ${other})`;
+  const rows = {
+    insert: pieces('new_rows', 1),
+    delete: pieces('old_rows', -1),
+    update: `${pieces(changed('old_rows', 'new_rows'), -1)} UNION ALL ${pieces(changed('new_rows', 'old_rows'), 1)}`,
+  };
+  return EVENTS.map(
+    ([event]) => `
+          CREATE FUNCTION ${counts}_on_${event}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            ${delta(rows[event])};
+            RETURN NULL;
+          END $$`,
+  );
+}
+
+/** The triggers of `t` on its table, but TRUNCATE's (`truncate` names that function). */
+export function pieceCountTriggersSql(t: PieceCountTable, truncate: string): string[] {
+  const counts = pieceCountsTable(t);
+  return [
+    ...EVENTS.map(
+      ([event, upper, transition]) =>
+        `CREATE TRIGGER ${t.table}_${t.kind}_${event} AFTER ${upper} ON ${t.table}
+             REFERENCING ${transition} FOR EACH STATEMENT EXECUTE FUNCTION ${counts}_on_${event}()`,
+    ),
+    `CREATE TRIGGER ${t.table}_${t.kind}_truncate AFTER TRUNCATE ON ${t.table}
+           FOR EACH STATEMENT EXECUTE FUNCTION ${truncate}()`,
+  ];
+}
+
+/** What undoes pieceCountFunctionsSql and pieceCountTriggersSql. */
+export function dropPieceCountTriggersSql(t: PieceCountTable): string[] {
+  return [
+    ...[...EVENTS.map(([event]) => event), 'truncate'].map(
+      (event) => `DROP TRIGGER ${t.table}_${t.kind}_${event} ON ${t.table}`,
+    ),
+    ...EVENTS.map(([event]) => `DROP FUNCTION ${pieceCountsTable(t)}_on_${event}()`),
+  ];
+}
+
+/** The INSERT that recounts `t` from scratch (its table emptied first). */
+export function recountPiecesSql(t: PieceCountTable): string {
+  const alias = t.table.charAt(0);
+  const place = t.place.map((k) => `${alias}.${k}`).join(', ');
+  const groups = Array.from({ length: t.place.length + 1 }, (_, i) => i + 1).join(', ');
+  return `INSERT INTO ${pieceCountsTable(t)} (piece, ${t.place.join(', ')}, ${t.count})
+        SELECT x.piece, ${place}, count(*)
+          FROM ${t.table} ${alias}, unnest(${t.pieces}(${alias}.search_text)) x(piece)
+         GROUP BY ${groups} ORDER BY ${groups};`;
+}
+
+/**
+ * rebuild_search_piece_counts(): every table of `tables` recounted from scratch, writers waiting
+ * (a SHARE lock on the counted tables) so the result is exact.
+ */
+export function rebuildPieceCountsSql(tables: PieceCountTable[], replace = false): string {
+  const counted = [...new Set(tables.map((t) => t.table))].join(', ');
+  return `
+      CREATE ${replace ? 'OR REPLACE ' : ''}FUNCTION rebuild_search_piece_counts() RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN
+        -- Writers wait while the recount runs, so the result is exact.
+        LOCK TABLE ${counted} IN SHARE MODE;
+        TRUNCATE ${tables.map(pieceCountsTable).join(', ')};
+        ${tables.map(recountPiecesSql).join('\n        ')}
+      END $$`;
+}
+
+const PIECES_OF_WORDS = 'search_pieces';
+const PIECES_ACROSS_WORDS = 'search_pair_pieces';
+
+/** Studies per piece inside a word or at its edge, per tenant and unit (SearchPieceCounts). */
+export const STUDY_PIECE_COUNTS: PieceCountTable = {
+  table: 'studies',
+  record: 'study',
+  kind: 'piece_counts',
+  count: 'studies',
+  place: ['tenant_id', 'unit_id'],
+  pieces: PIECES_OF_WORDS,
+};
+/** Patients per piece inside a word or at its edge, per tenant (SearchPieceCounts). */
+export const PATIENT_PIECE_COUNTS: PieceCountTable = {
+  table: 'patients',
+  record: 'patient',
+  kind: 'piece_counts',
+  count: 'patients',
+  place: ['tenant_id'],
+  pieces: PIECES_OF_WORDS,
+};
+/** Studies per piece across a separator or of a whole word, per tenant (SearchPairPieces). */
+export const STUDY_PAIR_PIECE_COUNTS: PieceCountTable = {
+  ...STUDY_PIECE_COUNTS,
+  kind: 'pair_piece_counts',
+  place: ['tenant_id'],
+  pieces: PIECES_ACROSS_WORDS,
+};
+/** Patients per piece across a separator or of a whole word, per tenant (SearchPairPieces). */
+export const PATIENT_PAIR_PIECE_COUNTS: PieceCountTable = {
+  ...PATIENT_PIECE_COUNTS,
+  kind: 'pair_piece_counts',
+  pieces: PIECES_ACROSS_WORDS,
+};
+
+/**
+ * PL/pgSQL statements splitting `folded` into `words` (runs of letters and digits) and `runs` (the
+ * characters between them): runs[k] is the run before words[k], runs[last + 1] the one after the
+ * last word. Declares nothing: the function declares `words text[] := '{}'`, `runs text[] := '{}'`,
+ * `found text[]` and `last int`.
+ */
+export const SPLIT_WORDS_AND_RUNS = `          -- runs[k]: the run of other characters before words[k]; runs[last + 1]: after the last word.
+          FOR found IN SELECT regexp_matches(folded, '([^[:alnum:]]*)([[:alnum:]]+)', 'g') LOOP
+            runs := runs || found[1];
+            words := words || found[2];
+          END LOOP;
+          last := coalesce(array_length(words, 1), 0);
+          runs := runs || substring(folded from '[^[:alnum:]]*$');`;
+
+/**
+ * A function `name(fragment text)` answering the folded fragment when it has one of `shapes` (a
+ * regular expression's alternatives), no U+001F and, past 4 characters, no digit; else NULL.
+ */
+export function searchPieceFunctionSql(name: string, shapes: string, replace: boolean): string {
+  return `
+      CREATE ${replace ? 'OR REPLACE ' : ''}FUNCTION ${name}(fragment text) RETURNS text
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$
+        DECLARE
+          folded text := search_fold(fragment);
+        BEGIN
+          RETURN CASE WHEN folded ~ '^(${shapes})$'
+                           AND strpos(folded, chr(31)) = 0
+                           AND (length(folded) <= 4 OR folded !~ '[[:digit:]]')
+                      THEN folded END;
+        END
+        $$`;
+}
+
+/** The TRUNCATE trigger function `name`: empties `studies` or `patients`, as the table truncated. */
+export function truncatePieceCountsSql(name: string, studies: PieceCountTable, patients: PieceCountTable): string {
+  return `
+      CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_TABLE_NAME = 'studies' THEN
+          TRUNCATE ${pieceCountsTable(studies)};
+        ELSE
+          TRUNCATE ${pieceCountsTable(patients)};
+        END IF;
+        RETURN NULL;
+      END $$`;
+}
