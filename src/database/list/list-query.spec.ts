@@ -2,6 +2,7 @@ import {
   COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
   listPageSql,
+  plannedOnce,
   listScopeSql,
   listSearchCountSql,
   listSearchSql,
@@ -180,6 +181,16 @@ describe('list SQL', () => {
       "WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY (t.name || '') ASC, t.id ASC LIMIT $1 OFFSET $2)",
     );
     expect(deep).toMatch(/ORDER BY t\.name ASC, t\.id ASC$/);
+  });
+
+  it('writes the bounds of a page planned once into its text, shallow pages only', () => {
+    const p = new SqlParams();
+    const once = listPageSql(SPEC, `t.tenant_id = ${p.add('x')}`, 'NULL AS _total', p, 300, 15, true, true);
+    expect(once).toContain("ORDER BY (t.name || '') ASC, t.id ASC LIMIT 15 OFFSET 300)");
+    expect(p.values).toEqual(['x']);
+    expect([0, 285, 300, 315].map(plannedOnce)).toEqual([true, true, true, false]);
+    expect(() => listPageSql(SPEC, 'TRUE', '', new SqlParams(), 1.5, 15, true, true)).toThrow();
+    expect(() => listPageSql(SPEC, 'TRUE', '', new SqlParams(), -15, 15, true, true)).toThrow();
   });
 
   it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {

@@ -56,6 +56,17 @@ export type SearchPlan = 'walk' | 'index';
 export const DIRECT_OFFSET_MAX = 300;
 
 /**
+ * Whether a page of a search's collected matches (plan `index`) is read by a statement planned
+ * once, its LIMIT and OFFSET in its text (listPageSql `constantBounds`). Its plan is the same for
+ * any values: the fragment's pattern and terms are scalar subqueries the planner cannot see into,
+ * its order is one no index provides, so the search index and a sort of the matches are the only
+ * way; planned per execution it cost 0.66-0.75 ms a page for an execution of 0.1-0.3 ms
+ * (bench/README.md, "Ninth round"). Up to DIRECT_OFFSET_MAX, at most 21 texts per list and scope
+ * shape; deeper pages keep their bounds as parameters.
+ */
+export const plannedOnce = (offset: number): boolean => offset <= DIRECT_OFFSET_MAX;
+
+/**
  * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `onRows`: for a
  * search through a tenant's own index terms (ListSearch), whose candidates are all the tenant's:
  * the tenant as a condition no index can take, tested on each candidate's row, where naming it in
@@ -272,6 +283,9 @@ const WALK_CAP_MIN = 2_000;
  * whole, every match would be projected (the dates as text, every column) and copied into the sort:
  * "2409" (2,159 matches of the largest clinic at 1,000,000 studies) took 6.9 ms so and 4.3 ms with the
  * ids sorted first (medians of 24, generic plans, bench/README.md "Sixth round").
+ * `constantBounds`: LIMIT and OFFSET written into the text, for a statement planned once
+ * (PreparedQueries `generic`): planned without their values, a page is planned for a tenth of
+ * the rows. Only for a bounded set of texts (plannedOnce).
  */
 export function listPageSql(
   spec: ListSpec,
@@ -281,9 +295,15 @@ export function listPageSql(
   offset: number,
   limit: number,
   unindexedOrder = false,
+  constantBounds = false,
 ): string {
   const order = unindexedOrder ? spec.unindexedOrder : spec.order;
-  const page = `ORDER BY ${order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
+  const bound = (n: number): string => {
+    if (!constantBounds) return p.add(n);
+    if (!Number.isSafeInteger(n) || n < 0) throw new Error(`page bound ${n} is not a count`);
+    return String(n);
+  };
+  const page = `ORDER BY ${order} LIMIT ${bound(limit)} OFFSET ${bound(offset)}`;
   if (offset <= DIRECT_OFFSET_MAX && !unindexedOrder) {
     return `SELECT ${spec.columns}, ${extra} FROM ${spec.from} WHERE ${where} ${page}`;
   }

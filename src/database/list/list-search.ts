@@ -7,6 +7,7 @@ import {
   listPageSql,
   listSearchSql,
   listWalkPageSql,
+  plannedOnce,
   reachOf,
   searchCountByPlanSql,
   searchCountPlan,
@@ -143,9 +144,11 @@ export class ListSearch {
   private async readKept<Row>(query: ListSearchQuery, kept: KeptPage): Promise<Array<Row & SearchMeta> | null> {
     const p = new SqlParams();
     const meta = this.metaColumns(query, p);
+    // Planned once: no LIMIT, and its plan (the page's rows by primary key) holds for any ids.
     const rows = await this.prepared.query<Row & SearchMeta>(
       listPageByIdsSql(query.spec, query.conditions(p, false), meta, p, kept.ids),
       p.values,
+      'generic',
     );
     return rows.length === kept.count && rows[0]._version === kept.version ? rows : null;
   }
@@ -174,7 +177,12 @@ export class ListSearch {
   ): Promise<Row[]> {
     const { spec, search } = query;
     if (plan === 'index') {
-      return this.prepared.query(listPageSql(spec, searchWhere(query, p, 'index'), extra, p, offset, limit, true), p.values);
+      const once = plannedOnce(offset);
+      return this.prepared.query(
+        listPageSql(spec, searchWhere(query, p, 'index'), extra, p, offset, limit, true, once),
+        p.values,
+        once ? 'generic' : 'custom',
+      );
     }
     const base = query.conditions(p, false);
     const match = listSearchSql(spec, search, p, 'walk');
