@@ -1,6 +1,10 @@
 import {
   COVERED_WALK_ROWS_PER_MATCH,
   ListSpec,
+  collectsFirstPage,
+  collectsFirstPageSql,
+  DIRECT_OFFSET_MAX,
+  listFirstPageSql,
   listPageSql,
   plannedOnce,
   listScopeSql,
@@ -191,6 +195,18 @@ describe('list SQL', () => {
     expect([0, 285, 300, 315].map(plannedOnce)).toEqual([true, true, true, false]);
     expect(() => listPageSql(SPEC, 'TRUE', '', new SqlParams(), 1.5, 15, true, true)).toThrow();
     expect(() => listPageSql(SPEC, 'TRUE', '', new SqlParams(), -15, 15, true, true)).toThrow();
+  });
+
+  it("reads a first search's collected page with its sizes, gated on them, bounds in the text", () => {
+    const sql = listFirstPageSql(SPEC, 'SELECT 1', 't.x = $1', 30, 15).replace(/\s+/g, ' ');
+    expect(sql).toContain('FROM (SELECT 1 OFFSET 0) m LEFT JOIN LATERAL (SELECT t.id FROM things t WHERE (m._indexed AND');
+    expect(sql).toContain("AND t.x = $1 ORDER BY (t.name || '') ASC, t.id ASC LIMIT 15 OFFSET 30) page ON TRUE");
+    expect(sql).toContain('LEFT JOIN things t ON t.id = page.id ORDER BY t.name ASC, t.id ASC');
+    expect(collectsFirstPageSql('m', DIRECT_OFFSET_MAX + 15, 15)).toBe('FALSE');
+    expect(collectsFirstPage(10, 200_000, true, DIRECT_OFFSET_MAX + 15, 15)).toBe(false);
+    expect(collectsFirstPage(10, 200_000, true, 0, 15)).toBe(true);
+    expect(collectsFirstPage(10, 200_000, false, 0, 15)).toBe(false);
+    expect(collectsFirstPage(5_000, 200_000, true, 0, 15)).toBe(false);
   });
 
   it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {

@@ -66,6 +66,12 @@ export const DIRECT_OFFSET_MAX = 300;
  */
 export const plannedOnce = (offset: number): boolean => offset <= DIRECT_OFFSET_MAX;
 
+/** A LIMIT or OFFSET written into a statement's text: a count, or the statement is not built. */
+function constantBound(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`page bound ${n} is not a count`);
+  return String(n);
+}
+
 /**
  * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `onRows`: for a
  * search through a tenant's own index terms (ListSearch), whose candidates are all the tenant's:
@@ -271,6 +277,30 @@ export function searchCountByPlanSql(walked: string, indexed: string, byIndex: s
 
 const WALK_WHOLE_SCOPE = 10_000;
 
+/**
+ * Whether a first search reads its page in the statement that counts it (listFirstPageSql): the
+ * page is shallow (plannedOnce) and searchPlan, with nothing yet learnt of the search's walks,
+ * collects its matches. In TypeScript, for ListSearch to tell whether the page came with the
+ * count; collectsFirstPageSql is the same rule in SQL.
+ */
+export function collectsFirstPage(matches: number, walked: number, indexed: boolean, offset: number, limit: number): boolean {
+  return (
+    plannedOnce(offset) &&
+    matches > offset &&
+    searchPlan(matches, walked, offset, limit, indexed, false, COVERED_WALK_ROWS_PER_MATCH) === 'index'
+  );
+}
+
+/**
+ * collectsFirstPage in SQL, on a first search's sizes (`m._indexed`, `m._walked`, `m._total`):
+ * searchPlan's test of a walk's length against the matches' cost, in integers.
+ */
+export function collectsFirstPageSql(m: string, offset: number, limit: number): string {
+  if (!plannedOnce(offset)) return 'FALSE';
+  return `(${m}._indexed AND ${m}._walked > ${WALK_WHOLE_SCOPE} AND ${m}._total > ${constantBound(offset)}
+           AND ${constantBound(offset + limit)}::bigint * ${m}._walked > ${COVERED_WALK_ROWS_PER_MATCH} * ${m}._total::bigint * ${m}._total)`;
+}
+
 const WALK_CAP_FACTOR = 4;
 const WALK_CAP_MIN = 2_000;
 
@@ -298,17 +328,33 @@ export function listPageSql(
   constantBounds = false,
 ): string {
   const order = unindexedOrder ? spec.unindexedOrder : spec.order;
-  const bound = (n: number): string => {
-    if (!constantBounds) return p.add(n);
-    if (!Number.isSafeInteger(n) || n < 0) throw new Error(`page bound ${n} is not a count`);
-    return String(n);
-  };
+  const bound = (n: number): string => (constantBounds ? constantBound(n) : p.add(n));
   const page = `ORDER BY ${order} LIMIT ${bound(limit)} OFFSET ${bound(offset)}`;
   if (offset <= DIRECT_OFFSET_MAX && !unindexedOrder) {
     return `SELECT ${spec.columns}, ${extra} FROM ${spec.from} WHERE ${where} ${page}`;
   }
   return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
            WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
+}
+
+/**
+ * A first search's sizes (`sizes`: a one-row query of `_version`, `_walked`, `_indexed`, `_total`)
+ * with, when collectsFirstPageSql holds for them, its page of collected matches (`where`: the
+ * list's conditions through the search index) in the same statement: every row of the page with
+ * the sizes, or one row of sizes and NULL columns. The page is a LATERAL subquery gated on the
+ * sizes alone, so PostgreSQL runs it only when the gate holds (a one-time filter); its bounds are
+ * in the text, for a statement planned once.
+ */
+export function listFirstPageSql(spec: ListSpec, sizes: string, where: string, offset: number, limit: number): string {
+  const { id } = spec;
+  const column = id.slice(id.indexOf('.') + 1);
+  return `SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
+            FROM (${sizes} OFFSET 0) m
+            LEFT JOIN LATERAL (SELECT ${id} FROM ${spec.from}
+                                WHERE ${collectsFirstPageSql('m', offset, limit)} AND ${where}
+                                ORDER BY ${spec.unindexedOrder} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}) page ON TRUE
+            LEFT JOIN ${spec.from} ON ${id} = page.${column}
+           ORDER BY ${spec.order}`;
 }
 
 /**

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
+  collectsFirstPage,
   COVERED_WALK_ROWS_PER_MATCH,
+  listFirstPageSql,
   ListSpec,
   listPageByIdsSql,
   listPageSql,
@@ -48,8 +50,14 @@ interface SearchMeta {
   _walked: string;
 }
 
+/** A first search's sizes (ListSearch.first), on its one row or on every row of its page. */
+interface FirstSizes extends SearchMeta {
+  _indexed: boolean;
+  _total: string;
+}
+
 /** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
-export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_total'] as const;
+export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_indexed', '_total'] as const;
 
 /**
  * The list's conditions with the fragment, for a plan. Through the search index, a tenant's or a
@@ -62,6 +70,10 @@ function searchWhere(query: ListSearchQuery, p: SqlParams, plan: SearchPlan): st
   const tenantTerms = plan === 'index' ? scopeTenantId(query.scope) : null;
   return `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, p, plan, tenantTerms)}`;
 }
+
+/** A page row's id (the list's id column), or null on a row of sizes alone (listFirstPageSql). */
+const idOf = (query: ListSearchQuery, row: object): unknown =>
+  (row as Record<string, unknown>)[query.spec.id.slice(query.spec.id.indexOf('.') + 1)] ?? null;
 
 /** The plan of a search's page from its sizes; every list walks inside its order indexes. */
 const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
@@ -122,11 +134,14 @@ export class ListSearch {
         return { rows: page, total: sizes.matches };
       }
     }
-    const { sizes, version } = await this.firstSizes(query);
+    const { sizes, version, collected } = await this.first<Row>(query, offset, limit);
     if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
-    const plan = planOf(sizes, offset, limit);
-    const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
-    const page = await this.complete(query, plan, sizes, rows, offset, limit);
+    let page = collected;
+    if (!page) {
+      const plan = planOf(sizes, offset, limit);
+      const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
+      page = await this.complete(query, plan, sizes, rows, offset, limit);
+    }
     this.keepPage(query, offset, limit, version, page);
     return { rows: page, total: sizes.matches };
   }
@@ -155,13 +170,12 @@ export class ListSearch {
 
   /** Keeps the page's ids under `version`, read before or with the page (ListTotals.keepPage). */
   private keepPage(query: ListSearchQuery, offset: number, limit: number, version: string, page: object[]): void {
-    const id = query.spec.id.slice(query.spec.id.indexOf('.') + 1);
     this.totals.keepPage(
       query.key,
       offset,
       limit,
       version,
-      page.map((row) => String((row as Record<string, unknown>)[id])),
+      page.map((row) => String(idOf(query, row))),
     );
   }
 
@@ -229,22 +243,38 @@ export class ListSearch {
    * text and the CASE runs one. As two statements (the sizes, then the count they choose), a first
    * search paid for a second round trip and a second plan. Planned once (PlanMode `generic`): it has
    * no LIMIT, and its custom plan cost more to make than to run (bench/README.md "Seventh round").
+   * A shallow page whose matches the plan would collect (collectsFirstPage: three first searches in
+   * four at 1,000,000 studies) comes in the same statement (listFirstPageSql): `collected`, else
+   * null and the page is read by its plan.
    */
-  private async firstSizes(query: ListSearchQuery): Promise<{ sizes: SearchSizes; version: string }> {
+  private async first<Row>(
+    query: ListSearchQuery,
+    offset: number,
+    limit: number,
+  ): Promise<{ sizes: SearchSizes; version: string; collected: Row[] | null }> {
     const p = new SqlParams();
     const counters = query.counters(p);
-    const byIndex = query.count(searchWhere(query, p, 'index'), p);
+    const indexWhere = searchWhere(query, p, 'index');
+    const byIndex = query.count(indexWhere, p);
     const byWalk = query.count(searchWhere(query, p, 'walk'), p);
     // OFFSET 0 keeps the sizes a subquery of their own: flattened, each would be read twice.
-    const [row]: Array<SearchMeta & { _indexed: boolean; _total: string }> = await this.prepared.query(
-      `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
+    const sizesSql = `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
-                      ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`,
+                      ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
+    const once = plannedOnce(offset);
+    const rows: Array<Row & FirstSizes> = await this.prepared.query(
+      once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit) : sizesSql,
       p.values,
       'generic',
     );
-    this.totals.keep(query.key, row._version, Number(row._total));
-    return { sizes: this.remember(query.key, Number(row._total), Number(row._walked), row._indexed), version: row._version };
+    const [row] = rows;
+    const matches = Number(row._total);
+    const walked = Number(row._walked);
+    this.totals.keep(query.key, row._version, matches);
+    const sizes = this.remember(query.key, matches, walked, row._indexed);
+    // The rule is the SQL's too; a page that did not come (no id) is read by its plan instead.
+    const collected = once && collectsFirstPage(matches, walked, row._indexed, offset, limit) && idOf(query, row) ? rows : null;
+    return { sizes, version: row._version, collected };
   }
 
   /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */
