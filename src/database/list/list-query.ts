@@ -45,6 +45,9 @@ export interface ListSpec {
   walkColumns?: string;
 }
 
+/** The name of the spec's id column in its rows: `id` for `s.id`. */
+export const idColumn = (spec: ListSpec): string => spec.id.slice(spec.id.indexOf('.') + 1);
+
 /**
  * How a search reads a page: `walk` the scope's list-order index and keep the rows that match, or
  * collect the matches through the search index (`index`) and sort them.
@@ -347,7 +350,7 @@ export function listPageSql(
  */
 export function listFirstPageSql(spec: ListSpec, sizes: string, where: string, offset: number, limit: number): string {
   const { id } = spec;
-  const column = id.slice(id.indexOf('.') + 1);
+  const column = idColumn(spec);
   return `SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
             FROM (${sizes} OFFSET 0) m
             LEFT JOIN LATERAL (SELECT ${id} FROM ${spec.from}

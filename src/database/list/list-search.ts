@@ -3,6 +3,7 @@ import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
   collectsFirstPage,
   COVERED_WALK_ROWS_PER_MATCH,
+  idColumn,
   listFirstPageSql,
   ListSpec,
   listPageByIdsSql,
@@ -72,8 +73,7 @@ function searchWhere(query: ListSearchQuery, p: SqlParams, plan: SearchPlan): st
 }
 
 /** A page row's id (the list's id column), or null on a row of sizes alone (listFirstPageSql). */
-const idOf = (query: ListSearchQuery, row: object): unknown =>
-  (row as Record<string, unknown>)[query.spec.id.slice(query.spec.id.indexOf('.') + 1)] ?? null;
+const idOf = (query: ListSearchQuery, row: object): unknown => (row as Record<string, unknown>)[idColumn(query.spec)] ?? null;
 
 /** The plan of a search's page from its sizes; every list walks inside its order indexes. */
 const planOf = (sizes: SearchSizes, offset: number, limit: number): SearchPlan =>
@@ -273,7 +273,7 @@ export class ListSearch {
     this.totals.keep(query.key, row._version, matches);
     const sizes = this.remember(query.key, matches, walked, row._indexed);
     // The rule is the SQL's too; a page that did not come (no id) is read by its plan instead.
-    const collected = once && collectsFirstPage(matches, walked, row._indexed, offset, limit) && idOf(query, row) ? rows : null;
+    const collected = collectsFirstPage(matches, walked, row._indexed, offset, limit) && idOf(query, row) ? rows : null;
     return { sizes, version: row._version, collected };
   }
 

@@ -91,15 +91,23 @@ export function dropPieceCountTriggersSql(t: PieceCountTable): string[] {
   ];
 }
 
-/** The INSERT that recounts `t` from scratch (its table emptied first). */
-export function recountPiecesSql(t: PieceCountTable): string {
+/**
+ * The rows `t` holds when exact: every record's distinct pieces counted per piece and place, from
+ * scratch (`piece`, the place's columns, `count(*)`), in key order.
+ */
+export function countedPiecesSql(t: PieceCountTable): string {
   const alias = t.table.charAt(0);
   const place = t.place.map((k) => `${alias}.${k}`).join(', ');
   const groups = Array.from({ length: t.place.length + 1 }, (_, i) => i + 1).join(', ');
-  return `INSERT INTO ${pieceCountsTable(t)} (piece, ${t.place.join(', ')}, ${t.count})
-        SELECT x.piece, ${place}, count(*)
+  return `SELECT x.piece, ${place}, count(*)
           FROM ${t.table} ${alias}, unnest(${t.pieces}(${alias}.search_text)) x(piece)
-         GROUP BY ${groups} ORDER BY ${groups};`;
+         GROUP BY ${groups} ORDER BY ${groups}`;
+}
+
+/** The INSERT that recounts `t` from scratch (its table emptied first). */
+export function recountPiecesSql(t: PieceCountTable): string {
+  return `INSERT INTO ${pieceCountsTable(t)} (piece, ${t.place.join(', ')}, ${t.count})
+        ${countedPiecesSql(t)};`;
 }
 
 /**
