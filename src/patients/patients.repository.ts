@@ -39,6 +39,7 @@ export const PATIENTS_LIST: ListSpec = {
   order: 'p.patient_name ASC, p.created_at DESC, p.id ASC',
   // The same order through an expression (name || '' is the name) that no index provides.
   unindexedOrder: "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC",
+  orderColumns: 'p.id, p.patient_name, p.created_at',
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
@@ -107,7 +108,7 @@ export class PatientsRepository {
           counters: (p) => this.totals.patients(scope, p),
           walkedBy: 'tenant',
           conditions: (p, onRows) => this.conditions(scope, p, onRows),
-          count: (where, p) => listSearchCountSql(PATIENTS_LIST, scope, search, where, p),
+          count: (counted, p) => listSearchCountSql(PATIENTS_LIST, scope, search, counted, p),
         },
         offset,
         limit,

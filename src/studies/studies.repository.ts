@@ -71,6 +71,7 @@ export const STUDIES_LIST: ListSpec = {
   order: 's.study_date DESC, s.created_at DESC, s.id DESC',
   // The same order through an expression (date + 0 is the date) that no index provides.
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
+  orderColumns: 's.id, s.study_date, s.created_at',
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
   pieceCounts: { table: 'study_piece_counts', pairTable: 'study_pair_piece_counts', count: 'studies', perUnit: true },
@@ -171,10 +172,8 @@ export class StudiesRepository {
         walkedBy: 'total',
         conditions: (p, onRows) => this.conditions(scope, filter, p, onRows),
         // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
-        count: (where, p) =>
-          filter.patientUuid || filter.excludeId
-            ? listCountSql(STUDIES_LIST, where)
-            : listSearchCountSql(STUDIES_LIST, scope, search, where, p),
+        count: (counted, p) =>
+          filter.patientUuid || filter.excludeId ? counted : listSearchCountSql(STUDIES_LIST, scope, search, counted, p),
       },
       offset,
       limit,

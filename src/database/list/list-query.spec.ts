@@ -4,7 +4,9 @@ import {
   collectsFirstPage,
   collectsFirstPageSql,
   DIRECT_OFFSET_MAX,
+  listCountSql,
   listFirstPageSql,
+  listMatchesCountSql,
   listPageSql,
   plannedOnce,
   listScopeSql,
@@ -25,6 +27,7 @@ const SPEC: ListSpec = {
   columns: 't.id, t.name',
   order: 't.name ASC, t.id ASC',
   unindexedOrder: "(t.name || '') ASC, t.id ASC",
+  orderColumns: 't.id, t.name',
   scope: { tenant: 't.tenant_id' },
   unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
   searchText: 't.search_text',
@@ -199,9 +202,12 @@ describe('list SQL', () => {
 
   it("reads a first search's collected page with its sizes, gated on them, bounds in the text", () => {
     const sql = listFirstPageSql(SPEC, 'SELECT 1', 't.x = $1', 30, 15).replace(/\s+/g, ' ');
-    expect(sql).toContain('FROM (SELECT 1 OFFSET 0) m LEFT JOIN LATERAL (SELECT t.id FROM things t WHERE (m._indexed AND');
-    expect(sql).toContain("AND t.x = $1 ORDER BY (t.name || '') ASC, t.id ASC LIMIT 15 OFFSET 30) page ON TRUE");
+    // The matches are collected once, with their order, for the count and the page.
+    expect(sql).toMatch(/^WITH _matches AS MATERIALIZED \(SELECT t\.id, t\.name FROM things t WHERE t\.x = \$1\) SELECT /);
+    expect(sql).toContain('FROM (SELECT 1 OFFSET 0) m LEFT JOIN LATERAL (SELECT t.id FROM _matches t WHERE (m._indexed AND');
+    expect(sql).toContain('ORDER BY t.name ASC, t.id ASC LIMIT 15 OFFSET 30) page ON TRUE');
     expect(sql).toContain('LEFT JOIN things t ON t.id = page.id ORDER BY t.name ASC, t.id ASC');
+    expect(listMatchesCountSql).toBe('(SELECT count(*) FROM _matches)');
     expect(collectsFirstPageSql('m', DIRECT_OFFSET_MAX + 15, 15)).toBe('FALSE');
     expect(collectsFirstPage(10, 200_000, true, DIRECT_OFFSET_MAX + 15, 15)).toBe(false);
     expect(collectsFirstPage(10, 200_000, true, 0, 15)).toBe(true);
@@ -227,10 +233,11 @@ describe('list SQL', () => {
 describe('listSearchCountSql', () => {
   it('reads the piece counts of the scope for a one-piece fragment, else counts the conditions', () => {
     const p = new SqlParams();
-    const sql = listSearchCountSql(SPEC, { kind: 'tenant', tenantId: 't1' }, 'rigue', 'TRUE', p);
+    const counted = listCountSql(SPEC, 'TRUE');
+    const sql = listSearchCountSql(SPEC, { kind: 'tenant', tenantId: 't1' }, 'rigue', counted, p);
     expect(sql).toContain('CASE WHEN search_piece($1) IS NOT NULL');
     expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2');
-    expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE TRUE)');
+    expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE TRUE) END');
     expect(p.values).toEqual(['rigue', 't1']);
   });
 
@@ -250,7 +257,7 @@ describe('listSearchCountSql', () => {
       { ...SPEC, pieceCounts: { ...SPEC.pieceCounts, perUnit: true } },
       { kind: 'unit', tenantId: 't1', unitId: 'u1' },
       'a sil',
-      'x',
+      listCountSql(SPEC, 'x'),
       p,
     );
     expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2 AND c.unit_id = $3');
@@ -260,7 +267,7 @@ describe('listSearchCountSql', () => {
 
   it('counts the conditions when the piece counts cannot express the scope (a unit, per-tenant counts)', () => {
     const p = new SqlParams();
-    const sql = listSearchCountSql(SPEC, { kind: 'unit', tenantId: 't1', unitId: 'u1' }, 'rigue', 'x', p);
+    const sql = listSearchCountSql(SPEC, { kind: 'unit', tenantId: 't1', unitId: 'u1' }, 'rigue', listCountSql(SPEC, 'x'), p);
     expect(sql).toBe('(SELECT count(*) FROM things t WHERE x)');
     expect(p.values).toEqual([]);
   });

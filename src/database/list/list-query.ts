@@ -17,6 +17,11 @@ export interface ListSpec {
   order: string;
   /** The same order through an expression no index provides (see pageSql). */
   unindexedOrder: string;
+  /**
+   * The id and the columns of `order`: what a first search keeps of each match it collects
+   * (listFirstPageSql), to count them and sort them without reading them twice.
+   */
+  orderColumns: string;
   /** The columns the caller's scope filters on. */
   scope: ScopeColumns;
   /**
@@ -47,6 +52,9 @@ export interface ListSpec {
 
 /** The name of the spec's id column in its rows: `id` for `s.id`. */
 export const idColumn = (spec: ListSpec): string => spec.id.slice(spec.id.indexOf('.') + 1);
+
+/** The alias of the spec's table: `s` for `studies s`. */
+const tableAlias = (spec: ListSpec): string => spec.from.split(' ')[1];
 
 /**
  * How a search reads a page: `walk` the scope's list-order index and keep the rows that match, or
@@ -139,8 +147,9 @@ export function listCountSql(spec: ListSpec, where: string): string {
 }
 
 /**
- * The exact number of the scope's rows matching a search, as a scalar SQL expression; `where` is
- * the list conditions with the fragment (listSearchSql, plan `index` when indexed).
+ * The exact number of the scope's rows matching a search, as a scalar SQL expression; `counted` is
+ * that number counted over the list conditions with the fragment (listCountSql of listSearchSql's
+ * conditions, plan `index` when indexed, or a first search's collected matches: listMatchesCountSql).
  * A fragment that is one piece matches a row exactly when the row has it among its pieces, so its
  * count is the sum of the scope's rows of that piece in the piece counts: an index-only read of one
  * row per unit or tenant, where counting through the search index visits a heap block per match.
@@ -148,12 +157,11 @@ export function listCountSql(spec: ListSpec, where: string): string {
  *   cut at a word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit. Per unit.
  * - search_pair_piece (SearchPairPieces): across one separator with 1-2 characters on one side
  *   ("a sil", "ilva s"), or a whole word between separators (" silva "). Per tenant: a unit's
- *   studies are counted over `where`.
- * Anything else is counted over `where`. Only the CASE branch taken runs (each is an InitPlan, run
+ *   studies are `counted`.
+ * Anything else is `counted`. Only the CASE branch taken runs (each is an InitPlan, run
  * when read).
  */
-export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, where: string, p: SqlParams): string {
-  const counted = listCountSql(spec, where);
+export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, counted: string, p: SqlParams): string {
   const { table, pairTable, count, perUnit } = spec.pieceCounts;
   if (scope.kind === 'unit' && !perUnit) return counted;
   const piece = p.add(search);
@@ -340,22 +348,37 @@ export function listPageSql(
            WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
 }
 
+/** What a first search's statement calls the matches it collects (listFirstPageSql). */
+const FIRST_MATCHES = '_matches';
+
+/**
+ * The number of a first search's collected matches (listFirstPageSql), as a scalar SQL expression:
+ * its total when no piece count holds it (listSearchCountSql `counted`).
+ */
+export const listMatchesCountSql = `(SELECT count(*) FROM ${FIRST_MATCHES})`;
+
 /**
  * A first search's sizes (`sizes`: a one-row query of `_version`, `_walked`, `_indexed`, `_total`)
  * with, when collectsFirstPageSql holds for them, its page of collected matches (`where`: the
  * list's conditions through the search index) in the same statement: every row of the page with
- * the sizes, or one row of sizes and NULL columns. The page is a LATERAL subquery gated on the
- * sizes alone, so PostgreSQL runs it only when the gate holds (a one-time filter); its bounds are
- * in the text, for a statement planned once.
+ * the sizes, or one row of sizes and NULL columns. The matches are collected once, each with its id
+ * and order (`orderColumns`), as a CTE read when first needed: by the total, when `sizes` counts
+ * them (listMatchesCountSql: no piece count holds the fragment), and by the page, sorted from what
+ * the count collected. Counted and collected apart, every match cost two heap visits and the search
+ * index was read twice ("ancisca de fati", 218 matches: 2.87 against 1.52 ms; bench/README.md, "Tenth
+ * round"). The page is a LATERAL subquery gated on the sizes alone, so PostgreSQL runs it only when
+ * the gate holds (a one-time filter); its bounds are in the text, for a statement planned once.
  */
 export function listFirstPageSql(spec: ListSpec, sizes: string, where: string, offset: number, limit: number): string {
   const { id } = spec;
   const column = idColumn(spec);
-  return `SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
+  const alias = tableAlias(spec);
+  return `WITH ${FIRST_MATCHES} AS MATERIALIZED (SELECT ${spec.orderColumns} FROM ${spec.from} WHERE ${where})
+          SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
             FROM (${sizes} OFFSET 0) m
-            LEFT JOIN LATERAL (SELECT ${id} FROM ${spec.from}
-                                WHERE ${collectsFirstPageSql('m', offset, limit)} AND ${where}
-                                ORDER BY ${spec.unindexedOrder} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}) page ON TRUE
+            LEFT JOIN LATERAL (SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
+                                WHERE ${collectsFirstPageSql('m', offset, limit)}
+                                ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}) page ON TRUE
             LEFT JOIN ${spec.from} ON ${id} = page.${column}
            ORDER BY ${spec.order}`;
 }
@@ -376,7 +399,7 @@ export function listWalkPageSql(
   limit: number,
   cap: number,
 ): string {
-  const alias = spec.from.split(' ')[1];
+  const alias = tableAlias(spec);
   if (!spec.walkColumns) throw new Error(`${spec.from}: no walkColumns`);
   const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${p.add(cap)}`;
   return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}

@@ -4,7 +4,9 @@ import {
   collectsFirstPage,
   COVERED_WALK_ROWS_PER_MATCH,
   idColumn,
+  listCountSql,
   listFirstPageSql,
+  listMatchesCountSql,
   ListSpec,
   listPageByIdsSql,
   listPageSql,
@@ -41,8 +43,12 @@ export interface ListSearchQuery {
   walkedBy: 'total' | 'tenant';
   /** The list's conditions without the fragment: the scope (listScopeSql, `onRows`) and any filter. */
   conditions: (p: SqlParams, onRows: boolean) => string;
-  /** The exact total over `where` (the conditions with the fragment), as a scalar SQL expression. */
-  count: (where: string, p: SqlParams) => string;
+  /**
+   * The exact total, as a scalar SQL expression, from `counted`: the matches counted over the
+   * conditions with the fragment (listCountSql), or as a first search collected them
+   * (listMatchesCountSql). A list with piece counts takes them where they hold (listSearchCountSql).
+   */
+  count: (counted: string, p: SqlParams) => string;
 }
 
 /** A page row with the scope's version and size, read with a repeated search's page. */
@@ -254,14 +260,15 @@ export class ListSearch {
   ): Promise<{ sizes: SearchSizes; version: string; collected: Row[] | null }> {
     const p = new SqlParams();
     const counters = query.counters(p);
+    const once = plannedOnce(offset);
     const indexWhere = searchWhere(query, p, 'index');
-    const byIndex = query.count(indexWhere, p);
-    const byWalk = query.count(searchWhere(query, p, 'walk'), p);
+    // With a page that may come, the matches the index finds are collected once, for both.
+    const byIndex = query.count(once ? listMatchesCountSql : listCountSql(query.spec, indexWhere), p);
+    const byWalk = query.count(listCountSql(query.spec, searchWhere(query, p, 'walk')), p);
     // OFFSET 0 keeps the sizes a subquery of their own: flattened, each would be read twice.
     const sizesSql = `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
                       ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
-    const once = plannedOnce(offset);
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
       once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit) : sizesSql,
       p.values,
@@ -283,7 +290,7 @@ export class ListSearch {
       const q = new SqlParams();
       const where = searchWhere(query, q, searchCountPlan(Number(meta._walked), indexed));
       const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT ${query.count(where, q)} AS total, ${query.counters(q).version} AS version`,
+        `SELECT ${query.count(listCountSql(query.spec, where), q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
         'generic',
       );
