@@ -581,8 +581,8 @@ async function main(): Promise<void> {
           'patients',
           'study_piece_counts',
           'patient_piece_counts',
-          'study_pair_piece_counts',
-          'patient_pair_piece_counts',
+          'study_tenant_piece_counts',
+          'patient_tenant_piece_counts',
           'instances',
           'users',
           'units',
@@ -600,7 +600,7 @@ async function main(): Promise<void> {
               pg_size_pretty(pg_total_relation_size(oid)) AS size
          FROM pg_class WHERE relname IN ('tenants', 'units', 'users', 'patients', 'studies', 'series', 'instances',
                                          'study_piece_counts', 'patient_piece_counts',
-                                         'study_pair_piece_counts', 'patient_pair_piece_counts')
+                                         'study_tenant_piece_counts', 'patient_tenant_piece_counts')
         ORDER BY relname`,
     );
     console.table(counts.rows);

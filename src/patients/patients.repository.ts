@@ -43,7 +43,7 @@ export const PATIENTS_LIST: ListSpec = {
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
-  pieceCounts: { table: 'patient_piece_counts', pairTable: 'patient_pair_piece_counts', count: 'patients', perUnit: false },
+  pieceCounts: { table: 'patient_piece_counts', tenantTable: 'patient_tenant_piece_counts', count: 'patients', perUnit: false },
   // All in the name order indexes (PatientWalkIndexes migration).
   walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
 };

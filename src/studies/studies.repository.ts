@@ -74,7 +74,7 @@ export const STUDIES_LIST: ListSpec = {
   orderColumns: 's.id, s.study_date, s.created_at',
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
-  pieceCounts: { table: 'study_piece_counts', pairTable: 'study_pair_piece_counts', count: 'studies', perUnit: true },
+  pieceCounts: { table: 'study_piece_counts', tenantTable: 'study_tenant_piece_counts', count: 'studies', perUnit: true },
   // All in the order indexes (StudyWalkIndexes migration).
   walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
 };

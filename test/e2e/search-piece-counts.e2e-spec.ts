@@ -1,7 +1,7 @@
 /**
  * The search totals of one-piece fragments come from study_piece_counts / patient_piece_counts
- * (migration SearchPieceCounts) and study_pair_piece_counts / patient_pair_piece_counts
- * (SearchPairPieces), kept by statement triggers. These tests check, on random names
+ * (migration SearchPieceCounts) and study_tenant_piece_counts / patient_tenant_piece_counts
+ * (SearchPairPieces, SearchTenantPieces), kept by statement triggers. These tests check, on random names
  * (accents, case, repeated words, a piece twice in one name, digits), that:
  * - the kept rows always equal a recount from scratch, after inserts, renames, moves between units
  *   and tenants, multi-row statements, deletes, TRUNCATE and rebuild_list_counts();
@@ -11,17 +11,17 @@
 import { DataSource } from 'typeorm';
 import { DataScope } from '../../src/common/auth/data-scope';
 import { likePattern } from '../../src/common/pagination';
-import { ListSpec, listSearchCountSql, listSearchSql, SqlParams } from '../../src/database/list';
+import { listCountSql, ListSpec, listSearchCountSql, listSearchSql, SqlParams } from '../../src/database/list';
 import { PATIENTS_LIST } from '../../src/patients/patients.repository';
 import { STUDIES_LIST } from '../../src/studies/studies.repository';
 import {
   countedPiecesSql,
-  PATIENT_PAIR_PIECE_COUNTS,
   PATIENT_PIECE_COUNTS,
+  PATIENT_TENANT_PIECE_COUNTS,
   PieceCountTable,
   pieceCountsTable,
-  STUDY_PAIR_PIECE_COUNTS,
   STUDY_PIECE_COUNTS,
+  STUDY_TENANT_PIECE_COUNTS,
 } from '../../src/database/migration-sql/piece-count-triggers';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
@@ -30,7 +30,7 @@ import { createClinic, createSuperAdminUser } from '../support/factories';
 
 jest.setTimeout(120_000);
 
-const PIECE_TABLES = [STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS];
+const PIECE_TABLES = [STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS];
 
 const WORDS = [
   'JOÃO',
@@ -107,16 +107,21 @@ describe('search piece counts stay exact', () => {
     // As the repositories count: through the search index when it can serve the fragment.
     const [{ indexed }] = await db.query(`SELECT search_query($1) IS NOT NULL AS indexed`, [fragment]);
     const where = `${scopeSql} AND ${listSearchSql(spec, fragment, p, indexed ? 'index' : 'walk')}`;
-    const counted = listSearchCountSql(spec, scope, fragment, where, p);
+    const counted = listSearchCountSql(spec, scope, fragment, listCountSql(spec, where), p);
     const like = p.add(likePattern(fragment));
     const [row] = await db.query(
       `SELECT ${counted} AS counted,
               (SELECT count(*) FROM ${table} ${alias} WHERE ${scopeSql} AND ${alias}.search_text LIKE search_fold(${like})) AS liked,
               search_piece(${p.add(fragment)}) IS NOT NULL AS piece,
-              search_pair_piece(${p.add(fragment)}) IS NOT NULL AS pair`,
+              search_tenant_piece(${p.add(fragment)}) IS NOT NULL AS per_tenant`,
       p.values,
     );
-    return { counted: Number(row.counted), liked: Number(row.liked), piece: row.piece as boolean, pair: row.pair as boolean };
+    return {
+      counted: Number(row.counted),
+      liked: Number(row.liked),
+      piece: row.piece as boolean,
+      perTenant: row.per_tenant as boolean,
+    };
   };
 
   const fragmentsOf = (texts: string[], n: number) => {
@@ -164,6 +169,12 @@ describe('search piece counts stay exact', () => {
       'a  silva',
       'ana silva',
       ' silva s',
+      // 5-6 characters with a digit (SearchTenantPieces), and longer ones they do not hold.
+      '00000',
+      '000000',
+      '01201',
+      'p0120',
+      '0000000',
     ]);
     while (out.size < n) {
       const text = pick(texts);
@@ -191,7 +202,7 @@ describe('search piece counts stay exact', () => {
     ];
     let pieces = 0;
     let edges = 0;
-    let pairs = 0;
+    let perTenant = 0;
     for (const fragment of fragmentsOf(
       rows.map((r) => r.t),
       30,
@@ -204,7 +215,7 @@ describe('search piece counts stay exact', () => {
           const found = await totals(spec, table, scope, fragment);
           if (found.piece) pieces++;
           if (found.piece && /[^\p{L}\p{N}]/u.test(fragment)) edges++;
-          if (found.pair && scope.kind !== 'unit') pairs++;
+          if (found.perTenant && scope.kind !== 'unit') perTenant++;
           expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
             label,
             seed,
@@ -218,7 +229,7 @@ describe('search piece counts stay exact', () => {
     }
     expect(pieces).toBeGreaterThan(0);
     expect(edges).toBeGreaterThan(0);
-    expect(pairs).toBeGreaterThan(0);
+    expect(perTenant).toBeGreaterThan(0);
   };
 
   beforeAll(async () => {
@@ -380,7 +391,10 @@ describe('search piece counts stay exact', () => {
   });
 
   /** What `fn` answers for each fragment of `shapes`, compared with what the shape says. */
-  const expectPieces = async (fn: 'search_piece' | 'search_pair_piece', shapes: Array<[string, string | null]>) => {
+  const expectPieces = async (
+    fn: 'search_piece' | 'search_pair_piece' | 'search_tenant_piece',
+    shapes: Array<[string, string | null]>,
+  ) => {
     const [{ found }] = await db.query(
       `SELECT array_agg(${fn}(f) ORDER BY n) AS found FROM unnest($1::text[]) WITH ORDINALITY x(f, n)`,
       [shapes.map(([fragment]) => fragment)],
@@ -444,6 +458,25 @@ describe('search piece counts stay exact', () => {
     await expectPieces('search_pair_piece', shapes);
   });
 
+  it('search_tenant_piece() names the pair pieces and the pieces of 5-6 characters with a digit', async () => {
+    const shapes: Array<[string, string | null]> = [
+      ['A SIL', 'a sil'],
+      [' Silva ', ' silva '],
+      ['00020', '00020'],
+      ['000203', '000203'],
+      ['P0120', 'p0120'],
+      ['ab1de', 'ab1de'],
+      // Not kept here: no digit, too long, search_piece()'s, two words, the fields' separator.
+      ['silva', null],
+      ['0002034', null],
+      ['0002', null],
+      ['00 020', null],
+      ['000\u001f20', null],
+      ['rigue', null],
+    ];
+    await expectPieces('search_tenant_piece', shapes);
+  });
+
   it('TRUNCATE empties the counts and rebuild_list_counts() recounts them', async () => {
     const runner = db.createQueryRunner();
     await runner.connect();
@@ -452,8 +485,8 @@ describe('search piece counts stay exact', () => {
       await runner.startTransaction();
       await runner.query(`DELETE FROM study_piece_counts WHERE piece LIKE 'r%'`);
       await runner.query(`UPDATE patient_piece_counts SET patients = patients + 1 WHERE piece LIKE 's%'`);
-      await runner.query(`DELETE FROM study_pair_piece_counts WHERE piece LIKE '%s%'`);
-      await runner.query(`UPDATE patient_pair_piece_counts SET patients = patients + 1`);
+      await runner.query(`DELETE FROM study_tenant_piece_counts WHERE piece LIKE '%s%' OR piece LIKE '%0%'`);
+      await runner.query(`UPDATE patient_tenant_piece_counts SET patients = patients + 1`);
       const drifted = await drift(runner);
       expect(Object.values(drifted).every((rows) => rows > 0)).toBe(true);
       await runner.query(`SELECT rebuild_list_counts()`);

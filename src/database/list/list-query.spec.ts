@@ -31,7 +31,7 @@ const SPEC: ListSpec = {
   scope: { tenant: 't.tenant_id' },
   unitScope: (inUnit) => `EXISTS (SELECT 1 FROM studies s WHERE s.thing_id = t.id AND ${inUnit})`,
   searchText: 't.search_text',
-  pieceCounts: { table: 'thing_piece_counts', pairTable: 'thing_pair_piece_counts', count: 'things', perUnit: false },
+  pieceCounts: { table: 'thing_piece_counts', tenantTable: 'thing_tenant_piece_counts', count: 'things', perUnit: false },
   walkColumns: 't.id, t.name, t.search_text',
 };
 
@@ -241,17 +241,17 @@ describe('listSearchCountSql', () => {
     expect(p.values).toEqual(['rigue', 't1']);
   });
 
-  it('reads the pair piece counts of the tenant for a fragment across a separator', () => {
+  it('reads the tenant piece counts for a fragment across a separator or of 5-6 characters with a digit', () => {
     const p = new SqlParams();
     const sql = listSearchCountSql(SPEC, { kind: 'tenant', tenantId: 't1' }, 'a sil', 'TRUE', p).replace(/\s+/g, ' ');
     expect(sql).toContain(
-      'WHEN search_pair_piece($1) IS NOT NULL THEN (SELECT coalesce(sum(c.things), 0) FROM thing_pair_piece_counts c ' +
-        'WHERE c.piece = search_pair_piece($1) AND c.tenant_id = $2)',
+      'WHEN search_tenant_piece($1) IS NOT NULL THEN (SELECT coalesce(sum(c.things), 0) FROM thing_tenant_piece_counts c ' +
+        'WHERE c.piece = search_tenant_piece($1) AND c.tenant_id = $2)',
     );
     expect(p.values).toEqual(['a sil', 't1']);
   });
 
-  it('reads no pair piece counts for a unit: they are kept per tenant', () => {
+  it('reads no tenant piece counts for a unit: they are kept per tenant', () => {
     const p = new SqlParams();
     const sql = listSearchCountSql(
       { ...SPEC, pieceCounts: { ...SPEC.pieceCounts, perUnit: true } },
@@ -261,7 +261,7 @@ describe('listSearchCountSql', () => {
       p,
     );
     expect(sql).toContain('FROM thing_piece_counts c WHERE c.piece = search_piece($1) AND c.tenant_id = $2 AND c.unit_id = $3');
-    expect(sql).not.toContain('pair');
+    expect(sql).not.toContain('tenant_piece');
     expect(sql).toContain('ELSE (SELECT count(*) FROM things t WHERE x)');
   });
 

@@ -35,13 +35,13 @@ export interface ListSpec {
    */
   searchText: string;
   /**
-   * The tables of exact match counts per search piece (SearchPieceCounts, SearchPairPieces), their
+   * The tables of exact match counts per search piece (SearchPieceCounts, SearchTenantPieces), their
    * count column and whether the first's rows are per unit: `{ table: 'study_piece_counts',
-   * pairTable: 'study_pair_piece_counts', count: 'studies', perUnit: true }`. The pair table's rows
-   * are per tenant. A scope the rows cannot express (a unit's patients; a unit's studies, for a
-   * pair piece) counts through the index.
+   * tenantTable: 'study_tenant_piece_counts', count: 'studies', perUnit: true }`. The tenant table's
+   * rows are per tenant. A scope the rows cannot express (a unit's patients; a unit's studies, for a
+   * tenant piece) counts through the index.
    */
-  pieceCounts: { table: string; pairTable: string; count: string; perUnit: boolean };
+  pieceCounts: { table: string; tenantTable: string; count: string; perUnit: boolean };
   /**
    * For lists whose search walks go through listWalkPageSql: what a walk reads of each row to test
    * it and keep the list order (the id, the order's columns and `searchText`). Held by the scope's
@@ -155,26 +155,26 @@ export function listCountSql(spec: ListSpec, where: string): string {
  * row per unit or tenant, where counting through the search index visits a heap block per match.
  * - search_piece (SearchPieceCounts, SearchEdgePieces): 3+ letters or digits without a break; or
  *   cut at a word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit. Per unit.
- * - search_pair_piece (SearchPairPieces): across one separator with 1-2 characters on one side
- *   ("a sil", "ilva s"), or a whole word between separators (" silva "). Per tenant: a unit's
- *   studies are `counted`.
+ * - search_tenant_piece (SearchPairPieces, SearchTenantPieces): across one separator with 1-2
+ *   characters on one side ("a sil", "ilva s"), a whole word between separators (" silva "), or
+ *   5-6 letters and digits with a digit ("00020"). Per tenant: a unit's studies are `counted`.
  * Anything else is `counted`. Only the CASE branch taken runs (each is an InitPlan, run
  * when read).
  */
 export function listSearchCountSql(spec: ListSpec, scope: DataScope, search: string, counted: string, p: SqlParams): string {
-  const { table, pairTable, count, perUnit } = spec.pieceCounts;
+  const { table, tenantTable, count, perUnit } = spec.pieceCounts;
   if (scope.kind === 'unit' && !perUnit) return counted;
   const piece = p.add(search);
   const rows = p.bind(scopeCondition(scope, { tenant: 'c.tenant_id', unit: perUnit ? 'c.unit_id' : undefined }));
-  // Outside a unit scope, `rows` names the tenant alone (or nothing): the pair table's place.
-  const pairs =
+  // Outside a unit scope, `rows` names the tenant alone (or nothing): the tenant table's place.
+  const perTenant =
     scope.kind === 'unit'
       ? ''
       : `
-     WHEN search_pair_piece(${piece}) IS NOT NULL
-     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${pairTable} c WHERE c.piece = search_pair_piece(${piece}) AND ${rows})`;
+     WHEN search_tenant_piece(${piece}) IS NOT NULL
+     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${tenantTable} c WHERE c.piece = search_tenant_piece(${piece}) AND ${rows})`;
   return `(CASE WHEN search_piece(${piece}) IS NOT NULL
-     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${table} c WHERE c.piece = search_piece(${piece}) AND ${rows})${pairs}
+     THEN (SELECT coalesce(sum(c.${count}), 0) FROM ${table} c WHERE c.piece = search_piece(${piece}) AND ${rows})${perTenant}
      ELSE ${counted} END)`;
 }
 

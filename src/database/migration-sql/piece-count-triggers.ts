@@ -128,6 +128,7 @@ export function rebuildPieceCountsSql(tables: PieceCountTable[], replace = false
 
 const PIECES_OF_WORDS = 'search_pieces';
 const PIECES_ACROSS_WORDS = 'search_pair_pieces';
+const PIECES_PER_TENANT = 'search_tenant_pieces';
 
 /** Studies per piece inside a word or at its edge, per tenant and unit (SearchPieceCounts). */
 export const STUDY_PIECE_COUNTS: PieceCountTable = {
@@ -159,6 +160,21 @@ export const PATIENT_PAIR_PIECE_COUNTS: PieceCountTable = {
   ...PATIENT_PIECE_COUNTS,
   kind: 'pair_piece_counts',
   pieces: PIECES_ACROSS_WORDS,
+};
+/**
+ * Studies per piece kept per tenant (SearchTenantPieces): the pair pieces, and pieces of 5-6
+ * characters with a digit. The pair table renamed.
+ */
+export const STUDY_TENANT_PIECE_COUNTS: PieceCountTable = {
+  ...STUDY_PAIR_PIECE_COUNTS,
+  kind: 'tenant_piece_counts',
+  pieces: PIECES_PER_TENANT,
+};
+/** Patients per piece kept per tenant (SearchTenantPieces). */
+export const PATIENT_TENANT_PIECE_COUNTS: PieceCountTable = {
+  ...PATIENT_PAIR_PIECE_COUNTS,
+  kind: 'tenant_piece_counts',
+  pieces: PIECES_PER_TENANT,
 };
 
 /**
