@@ -21,9 +21,10 @@ const GENERIC_POOL_MAX = 10;
  *   wanted, and a list page read the whole unit by bitmap and sorted it (a unit's page 1: 54-250 ms
  *   against 0.3; the soak fell from 447 to 161 requests/s, bench/README.md "Seventh round").
  * - `generic`: planned once per connection, for any values. Only for a statement whose every plan
- *   choice is in its text and which has no LIMIT or OFFSET to plan for, or has them in its text: a
- *   search's counts (ListSearch: a first search's sizes and count, a recount), a kept page read by
- *   its ids, a shallow page of collected matches (plannedOnce). Planning those for their values cost
+ *   choice is in its text and which has no LIMIT or OFFSET to plan for, has them in its text, or
+ *   has one plan for any of theirs: a search's counts (ListSearch: a first search's sizes and count,
+ *   a recount), a kept page read by its ids, a shallow page of collected matches (plannedOnce), a
+ *   walk's page (the order index read in order up to the cap: ListSearch's walkPlannedOnce). Planning those for their values cost
  *   more than running them (a count's bind 0.6-1.0 ms for 0.1-1.8 ms of execution, a collected
  *   page's 0.66-0.75 ms for 0.1-0.3 ms).
  */
