@@ -102,8 +102,10 @@ export class IngestionQueue {
       const state = await existing.getState();
       if (NOT_STARTED.has(state)) return { jobId, created: false };
       // A run that began after this request arrived (an idle worker took a job of the same burst)
-      // reads what this request announced: no need for another.
-      const startedAfterArrival = (existing.processedOn ?? 0) >= arrivedAt;
+      // reads what this request announced: no need for another. One that began in the same
+      // millisecond may have read the image server before the request's change: it counts as
+      // begun before, so the request gets a run of its own (an extra run, never a missed one).
+      const startedAfterArrival = (existing.processedOn ?? 0) > arrivedAt;
       if ((state === 'active' || state === 'completed') && startedAfterArrival) return { jobId, created: false };
       // While a run is in progress, its follow-up waits a moment, so the rest of a burst joins it
       // instead of each request that arrives after a worker picked the last one starting its own.

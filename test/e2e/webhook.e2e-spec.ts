@@ -207,6 +207,25 @@ describe('POST /api/imgsrv/webhook', () => {
       await started.moveToCompleted('done', true, true);
     });
 
+    it('gives a request that arrives in the millisecond a run began a run of its own', async () => {
+      const id = newStudyId();
+      await post({ ID: id });
+      const [first] = await jobsFor(id);
+      const running = await takeJob(queue, first.id);
+      const began = (await queue.getJob(first.id))!.processedOn as number;
+      // The request's clock reads the run's start: the run may have read the image server first.
+      const clock = jest.spyOn(Date, 'now').mockReturnValue(began);
+      try {
+        expect((await post({ ID: id })).status).toBe(200);
+      } finally {
+        clock.mockRestore();
+      }
+      const rerun = await jobsFor(id, ['waiting', 'delayed']);
+      expect(rerun).toHaveLength(1);
+      expect(rerun[0].id).not.toBe(first.id);
+      await running.moveToCompleted('done', true, true);
+    });
+
     it('queues a new run after a completed job and after a failed one, whose ids Bull keeps', async () => {
       const id = newStudyId();
       await post({ ID: id });
