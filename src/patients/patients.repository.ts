@@ -19,6 +19,9 @@ import {
 const unitPatients = (studiesInUnit: string) =>
   `EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studiesInUnit})`;
 
+/** The id and the columns of the patients list's order. */
+const PATIENT_ORDER_COLUMNS = 'p.id, p.patient_name, p.created_at';
+
 /**
  * The patients list. A patient belongs to a tenant only: a unit-scoped caller sees it only when one
  * of its studies is in that unit (an EXISTS on studies_unit_patient_idx).
@@ -39,13 +42,13 @@ export const PATIENTS_LIST: ListSpec = {
   order: 'p.patient_name ASC, p.created_at DESC, p.id ASC',
   // The same order through an expression (name || '' is the name) that no index provides.
   unindexedOrder: "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC",
-  orderColumns: 'p.id, p.patient_name, p.created_at',
+  orderColumns: PATIENT_ORDER_COLUMNS,
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
   pieceCounts: { table: 'patient_piece_counts', tenantTable: 'patient_tenant_piece_counts', count: 'patients', perUnit: false },
   // All in the name order indexes (PatientWalkIndexes migration).
-  walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
+  walkColumns: `${PATIENT_ORDER_COLUMNS}, p.search_text`,
 };
 
 type ListRow = Patient & { _total?: string | null };

@@ -60,6 +60,9 @@ const PATIENT_COLUMNS = [
 
 const columns = (alias: string, names: string[]) => names.map((name) => `${alias}.${name}`);
 
+/** The id and the columns of the studies list's order. */
+const STUDY_ORDER_COLUMNS = 's.id, s.study_date, s.created_at';
+
 /** The studies list (also what the QIDO-RS study search reads). */
 export const STUDIES_LIST: ListSpec = {
   from: 'studies s',
@@ -71,12 +74,12 @@ export const STUDIES_LIST: ListSpec = {
   order: 's.study_date DESC, s.created_at DESC, s.id DESC',
   // The same order through an expression (date + 0 is the date) that no index provides.
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
-  orderColumns: 's.id, s.study_date, s.created_at',
+  orderColumns: STUDY_ORDER_COLUMNS,
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
   pieceCounts: { table: 'study_piece_counts', tenantTable: 'study_tenant_piece_counts', count: 'studies', perUnit: true },
   // All in the order indexes (StudyWalkIndexes migration).
-  walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
+  walkColumns: `${STUDY_ORDER_COLUMNS}, s.search_text`,
 };
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying

@@ -16,12 +16,9 @@ import { PATIENTS_LIST } from '../../src/patients/patients.repository';
 import { STUDIES_LIST } from '../../src/studies/studies.repository';
 import {
   countedPiecesSql,
-  PATIENT_PIECE_COUNTS,
-  PATIENT_TENANT_PIECE_COUNTS,
+  PIECE_COUNT_TABLES,
   PieceCountTable,
   pieceCountsTable,
-  STUDY_PIECE_COUNTS,
-  STUDY_TENANT_PIECE_COUNTS,
 } from '../../src/database/migration-sql/piece-count-triggers';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
@@ -29,8 +26,6 @@ import { createPatient, createStudy, PatientRow } from '../support/clinical-fact
 import { createClinic, createSuperAdminUser } from '../support/factories';
 
 jest.setTimeout(120_000);
-
-const PIECE_TABLES = [STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS];
 
 const WORDS = [
   'JOÃO',
@@ -89,11 +84,11 @@ describe('search piece counts stay exact', () => {
       return `(SELECT count(*) FROM ((${kept} EXCEPT ALL ${recounted}) UNION ALL (${recounted} EXCEPT ALL ${kept})) d)`;
     };
     const [row] = await runner.query(
-      `SELECT ${PIECE_TABLES.map((t) => `${differing(t)} AS ${pieceCountsTable(t)}`).join(', ')}`,
+      `SELECT ${PIECE_COUNT_TABLES.map((t) => `${differing(t)} AS ${pieceCountsTable(t)}`).join(', ')}`,
     );
-    return Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), Number(row[pieceCountsTable(t)])]));
+    return Object.fromEntries(PIECE_COUNT_TABLES.map((t) => [pieceCountsTable(t), Number(row[pieceCountsTable(t)])]));
   };
-  const NO_DRIFT = Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), 0]));
+  const NO_DRIFT = Object.fromEntries(PIECE_COUNT_TABLES.map((t) => [pieceCountsTable(t), 0]));
 
   /** A total as the list code computes it, and count(*) ... LIKE, for a scope. */
   const totals = async (spec: ListSpec, table: string, scope: DataScope, fragment: string) => {
@@ -493,11 +488,11 @@ describe('search piece counts stay exact', () => {
       expect(await drift(runner)).toEqual(NO_DRIFT);
       await runner.query(`TRUNCATE studies, patients CASCADE`);
       const [left] = await runner.query(
-        `SELECT ${PIECE_TABLES.map((t) => `(SELECT count(*) FROM ${pieceCountsTable(t)}) AS ${pieceCountsTable(t)}`).join(', ')}`,
+        `SELECT ${PIECE_COUNT_TABLES.map((t) => `(SELECT count(*) FROM ${pieceCountsTable(t)}) AS ${pieceCountsTable(t)}`).join(', ')}`,
       );
-      expect(Object.fromEntries(PIECE_TABLES.map((t) => [pieceCountsTable(t), Number(left[pieceCountsTable(t)])]))).toEqual(
-        NO_DRIFT,
-      );
+      expect(
+        Object.fromEntries(PIECE_COUNT_TABLES.map((t) => [pieceCountsTable(t), Number(left[pieceCountsTable(t)])])),
+      ).toEqual(NO_DRIFT);
     } finally {
       await runner.rollbackTransaction();
       await runner.release();

@@ -24,9 +24,10 @@ const GENERIC_POOL_MAX = 10;
  *   choice is in its text and which has no LIMIT or OFFSET to plan for, has them in its text, or
  *   has one plan for any of theirs: a search's counts (ListSearch: a first search's sizes and count,
  *   a recount), a kept page read by its ids, a shallow page of collected matches (plannedOnce), a
- *   walk's page (the order index read in order up to the cap: ListSearch's walkPlannedOnce). Planning those for their values cost
- *   more than running them (a count's bind 0.6-1.0 ms for 0.1-1.8 ms of execution, a collected
- *   page's 0.66-0.75 ms for 0.1-0.3 ms).
+ *   walk's page (the order index read in order up to the cap: ListSearch's walkPlannedOnce).
+ *   Planning those for their values cost more than running them (a count's bind 0.6-1.0 ms for
+ *   0.1-1.8 ms of execution, a collected page's 0.66-0.75 ms for 0.1-0.3 ms, a walk's 0.37-0.46 ms
+ *   for 0.66-0.84 ms).
  */
 export type PlanMode = 'generic' | 'custom';
 

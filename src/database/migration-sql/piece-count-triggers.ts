@@ -3,14 +3,17 @@
 
 /**
  * A table of exact match counts per search piece, kept by statement-level triggers on the table
- * it counts (SearchPieceCounts, SearchPairPieces).
+ * it counts (SearchPieceCounts, SearchPairPieces, SearchTenantPieces).
  */
 export interface PieceCountTable {
   /** The counted table: `studies` or `patients`. */
   table: string;
   /** The counted record, in function names: `study` or `patient`. */
   record: string;
-  /** What the tables, functions and triggers are named after: `piece_counts`, `pair_piece_counts`. */
+  /**
+   * What the tables, functions and triggers are named after: `piece_counts`, `pair_piece_counts`,
+   * `tenant_piece_counts`.
+   */
   kind: string;
   /** The count column: `studies` or `patients`. */
   count: string;
@@ -211,6 +214,12 @@ export function searchPieceFunctionSql(name: string, shapes: string, replace: bo
         $$`;
 }
 
+/**
+ * The TRUNCATE trigger function of the studies' and patients' tables of one kind, named after it:
+ * `piece_counts_on_truncate`.
+ */
+export const truncateFunctionName = (t: PieceCountTable): string => `${t.kind}_on_truncate`;
+
 /** The TRUNCATE trigger function `name`: empties `studies` or `patients`, as the table truncated. */
 export function truncatePieceCountsSql(name: string, studies: PieceCountTable, patients: PieceCountTable): string {
   return `
@@ -224,3 +233,28 @@ export function truncatePieceCountsSql(name: string, studies: PieceCountTable, p
         RETURN NULL;
       END $$`;
 }
+
+/**
+ * The triggers of the studies' and patients' tables of one kind, their trigger functions made
+ * (pieceCountFunctionsSql): the TRUNCATE function (truncateFunctionName), then every trigger of
+ * `studies`, then every trigger of `patients`.
+ */
+export function pieceCountTriggerSetSql(studies: PieceCountTable, patients: PieceCountTable): string[] {
+  const truncate = truncateFunctionName(studies);
+  return [
+    truncatePieceCountsSql(truncate, studies, patients),
+    ...pieceCountTriggersSql(studies, truncate),
+    ...pieceCountTriggersSql(patients, truncate),
+  ];
+}
+
+/**
+ * The piece count tables the list code reads now (ListSpec.pieceCounts), for whatever checks or
+ * maintains them all (the bench's seed, the tests). Migrations name their own.
+ */
+export const PIECE_COUNT_TABLES: PieceCountTable[] = [
+  STUDY_PIECE_COUNTS,
+  PATIENT_PIECE_COUNTS,
+  STUDY_TENANT_PIECE_COUNTS,
+  PATIENT_TENANT_PIECE_COUNTS,
+];

@@ -3,10 +3,9 @@ import {
   dropPieceCountTriggersSql,
   PATIENT_PIECE_COUNTS,
   pieceCountFunctionsSql,
-  pieceCountTriggersSql,
   rebuildPieceCountsSql,
   STUDY_PIECE_COUNTS,
-  truncatePieceCountsSql,
+  pieceCountTriggerSetSql,
 } from '../migration-sql/piece-count-triggers';
 
 /**
@@ -128,10 +127,7 @@ export class SearchPieceCounts1795700000000 implements MigrationInterface {
     for (const t of PIECE_COUNTS) {
       for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
     }
-    await q.query(truncatePieceCountsSql('piece_counts_on_truncate', STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS));
-    for (const t of PIECE_COUNTS) {
-      for (const sql of pieceCountTriggersSql(t, 'piece_counts_on_truncate')) await q.query(sql);
-    }
+    for (const sql of pieceCountTriggerSetSql(STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS)) await q.query(sql);
 
     await q.query(rebuildPieceCountsSql(PIECE_COUNTS));
     // rebuild_list_counts() (ListCounters), which bulk loads call after loading with triggers off,

@@ -5,14 +5,13 @@ import {
   PATIENT_PIECE_COUNTS,
   pieceCountFunctionsSql,
   pieceCountsTable,
-  pieceCountTriggersSql,
   rebuildPieceCountsSql,
   recountPiecesSql,
   STUDY_PAIR_PIECE_COUNTS,
   SPLIT_WORDS_AND_RUNS,
   searchPieceFunctionSql,
   STUDY_PIECE_COUNTS,
-  truncatePieceCountsSql,
+  pieceCountTriggerSetSql,
 } from '../migration-sql/piece-count-triggers';
 
 /**
@@ -115,10 +114,7 @@ export class SearchPairPieces1796400000000 implements MigrationInterface {
         )`);
       for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
     }
-    await q.query(truncatePieceCountsSql('pair_piece_counts_on_truncate', STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS));
-    for (const t of PAIR_PIECE_COUNTS) {
-      for (const sql of pieceCountTriggersSql(t, 'pair_piece_counts_on_truncate')) await q.query(sql);
-    }
+    for (const sql of pieceCountTriggerSetSql(STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS)) await q.query(sql);
     await q.query(rebuildPieceCountsSql([STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, ...PAIR_PIECE_COUNTS], true));
     // Writers wait until the migration commits, so the first counts are exact.
     await q.query(`LOCK TABLE studies, patients IN SHARE MODE`);

@@ -7,12 +7,12 @@ import {
   PieceCountTable,
   pieceCountFunctionsSql,
   pieceCountsTable,
-  pieceCountTriggersSql,
   rebuildPieceCountsSql,
   STUDY_PAIR_PIECE_COUNTS,
   STUDY_PIECE_COUNTS,
   STUDY_TENANT_PIECE_COUNTS,
-  truncatePieceCountsSql,
+  pieceCountTriggerSetSql,
+  truncateFunctionName,
 } from '../migration-sql/piece-count-triggers';
 
 /**
@@ -76,11 +76,20 @@ const SEARCH_TENANT_PIECE = `
 const PAIRS = [STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS];
 const TENANTS = [STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS];
 
-/** `from`'s table and its primary key renamed to `to`'s. */
-const renameSql = (from: PieceCountTable, to: PieceCountTable): string[] => [
-  `ALTER TABLE ${pieceCountsTable(from)} RENAME TO ${pieceCountsTable(to)}`,
-  `ALTER INDEX ${pieceCountsTable(from)}_pkey RENAME TO ${pieceCountsTable(to)}_pkey`,
-];
+/**
+ * The studies' and patients' tables of `from` renamed to `to`'s, with their primary keys, and kept
+ * by `to`'s trigger functions and triggers instead of `from`'s.
+ */
+async function moveCounts(q: QueryRunner, from: PieceCountTable[], to: PieceCountTable[]): Promise<void> {
+  for (const t of from) for (const sql of dropPieceCountTriggersSql(t)) await q.query(sql);
+  await q.query(`DROP FUNCTION ${truncateFunctionName(from[0])}()`);
+  for (const [i, t] of to.entries()) {
+    await q.query(`ALTER TABLE ${pieceCountsTable(from[i])} RENAME TO ${pieceCountsTable(t)}`);
+    await q.query(`ALTER INDEX ${pieceCountsTable(from[i])}_pkey RENAME TO ${pieceCountsTable(t)}_pkey`);
+    for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
+  }
+  for (const sql of pieceCountTriggerSetSql(to[0], to[1])) await q.query(sql);
+}
 
 export class SearchTenantPieces1796500000000 implements MigrationInterface {
   name = 'SearchTenantPieces1796500000000';
@@ -91,18 +100,7 @@ export class SearchTenantPieces1796500000000 implements MigrationInterface {
     await q.query(SEARCH_TENANT_PIECE);
     // Writers wait until the migration commits, so the counts are exact from the start.
     await q.query(`LOCK TABLE studies, patients IN SHARE MODE`);
-    for (const t of PAIRS) for (const sql of dropPieceCountTriggersSql(t)) await q.query(sql);
-    await q.query(`DROP FUNCTION pair_piece_counts_on_truncate()`);
-    for (const [i, t] of TENANTS.entries()) {
-      for (const sql of renameSql(PAIRS[i], t)) await q.query(sql);
-      for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
-    }
-    await q.query(
-      truncatePieceCountsSql('tenant_piece_counts_on_truncate', STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS),
-    );
-    for (const t of TENANTS) {
-      for (const sql of pieceCountTriggersSql(t, 'tenant_piece_counts_on_truncate')) await q.query(sql);
-    }
+    await moveCounts(q, PAIRS, TENANTS);
     await q.query(rebuildPieceCountsSql([STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, ...TENANTS], true));
     for (const t of TENANTS) {
       await q.query(`
@@ -116,18 +114,9 @@ export class SearchTenantPieces1796500000000 implements MigrationInterface {
 
   public async down(q: QueryRunner): Promise<void> {
     await q.query(`LOCK TABLE studies, patients IN SHARE MODE`);
-    for (const t of TENANTS) for (const sql of dropPieceCountTriggersSql(t)) await q.query(sql);
-    await q.query(`DROP FUNCTION tenant_piece_counts_on_truncate()`);
-    for (const [i, t] of PAIRS.entries()) {
-      for (const sql of renameSql(TENANTS[i], t)) await q.query(sql);
-      for (const sql of pieceCountFunctionsSql(t)) await q.query(sql);
-      // A digit piece has no separator; every pair piece has one.
-      await q.query(`DELETE FROM ${pieceCountsTable(t)} WHERE piece ~ '^[[:alnum:]]+$'`);
-    }
-    await q.query(truncatePieceCountsSql('pair_piece_counts_on_truncate', STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS));
-    for (const t of PAIRS) {
-      for (const sql of pieceCountTriggersSql(t, 'pair_piece_counts_on_truncate')) await q.query(sql);
-    }
+    await moveCounts(q, TENANTS, PAIRS);
+    // A digit piece has no separator; every pair piece has one.
+    for (const t of PAIRS) await q.query(`DELETE FROM ${pieceCountsTable(t)} WHERE piece ~ '^[[:alnum:]]+$'`);
     await q.query(rebuildPieceCountsSql([STUDY_PIECE_COUNTS, PATIENT_PIECE_COUNTS, ...PAIRS], true));
     await q.query(`DROP FUNCTION search_tenant_piece(text)`);
     await q.query(`DROP FUNCTION search_tenant_pieces(text)`);
