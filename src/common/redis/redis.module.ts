@@ -16,10 +16,6 @@ export function createRedisClient(config: AppConfig): Redis {
     enableOfflineQueue: true,
     connectTimeout: 5000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-    // Commands issued in one turn of the event loop go out as one write and come back as one read:
-    // under load, the blacklist lookups of the requests read together (Authenticator) share a round
-    // trip instead of a write and a wake-up of Redis each (bench/README.md, "Eleventh round").
-    enableAutoPipelining: true,
   });
 }
 
