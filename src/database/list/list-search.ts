@@ -78,6 +78,10 @@ function searchWhere(query: ListSearchQuery, p: SqlParams, plan: SearchPlan): st
   return `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, p, plan, tenantTerms)}`;
 }
 
+/** The search's exact total (ListSearchQuery.count) when its matches are counted over `where`. */
+const countOver = (query: ListSearchQuery, where: string, p: SqlParams): string =>
+  query.count(listCountSql(query.spec, where), p);
+
 /**
  * Whether a walk's page (listWalkPageSql) is planned once, its cap and bounds parameters: its plan
  * is the scope's order index read in order up to the cap, then the page's rows by id, whatever
@@ -280,8 +284,8 @@ export class ListSearch {
     const once = plannedOnce(offset);
     const indexWhere = searchWhere(query, p, 'index');
     // With a page that may come, the matches the index finds are collected once, for both.
-    const byIndex = query.count(once ? listMatchesCountSql : listCountSql(query.spec, indexWhere), p);
-    const byWalk = query.count(listCountSql(query.spec, searchWhere(query, p, 'walk')), p);
+    const byIndex = once ? query.count(listMatchesCountSql, p) : countOver(query, indexWhere, p);
+    const byWalk = countOver(query, searchWhere(query, p, 'walk'), p);
     // OFFSET 0 keeps the sizes a subquery of their own: flattened, each would be read twice.
     const sizesSql = `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
@@ -307,7 +311,7 @@ export class ListSearch {
       const q = new SqlParams();
       const where = searchWhere(query, q, searchCountPlan(Number(meta._walked), indexed));
       const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT ${query.count(listCountSql(query.spec, where), q)} AS total, ${query.counters(q).version} AS version`,
+        `SELECT ${countOver(query, where, q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
         'generic',
       );
