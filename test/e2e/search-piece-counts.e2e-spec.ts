@@ -164,6 +164,22 @@ describe('search piece counts stay exact', () => {
       'a  silva',
       'ana silva',
       ' silva s',
+      // Across one separator with 3+ characters each side, a word whole with a separator after it,
+      // or after a separator and before a start (SearchLongPairPieces); and near shapes they do not hold.
+      'ria silv',
+      'rodrigues silva',
+      'ana silva ',
+      'a silva ',
+      'ria da ',
+      ' silva ro',
+      ' da silv',
+      '^joão^s',
+      'ues^jo',
+      'a da silva ',
+      'ana  silv',
+      ' da  s',
+      '00 000',
+      '0 000 ',
       // 5-6 characters with a digit (SearchTenantPieces), and longer ones they do not hold.
       '00000',
       '000000',
@@ -171,10 +187,12 @@ describe('search piece counts stay exact', () => {
       'p0120',
       '0000000',
     ]);
-    while (out.size < n) {
+    // n fragments cut from the data, beside the fixed ones.
+    const wanted = out.size + n;
+    while (out.size < wanted) {
       const text = pick(texts);
       const start = Math.floor(random() * text.length);
-      let fragment = text.slice(start, start + 2 + Math.floor(random() * 8));
+      let fragment = text.slice(start, start + 2 + Math.floor(random() * 14));
       if (random() < 0.5) fragment = fragment.toLowerCase();
       if (random() < 0.3) fragment = fragment.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
       if (fragment.trim().length >= 2) out.add(fragment);
@@ -198,6 +216,7 @@ describe('search piece counts stay exact', () => {
     let pieces = 0;
     let edges = 0;
     let perTenant = 0;
+    let longPairs = 0;
     for (const fragment of fragmentsOf(
       rows.map((r) => r.t),
       30,
@@ -211,6 +230,15 @@ describe('search piece counts stay exact', () => {
           if (found.piece) pieces++;
           if (found.piece && /[^\p{L}\p{N}]/u.test(fragment)) edges++;
           if (found.perTenant && scope.kind !== 'unit') perTenant++;
+          // Two words with 3+ characters each side of one separator, or a word whole and more.
+          if (
+            found.perTenant &&
+            found.liked > 0 &&
+            scope.kind !== 'unit' &&
+            /^[^\p{L}\p{N}]?[\p{L}\p{N}]{3,}[^\p{L}\p{N}][\p{L}\p{N}]{3,}/u.test(fragment)
+          ) {
+            longPairs++;
+          }
           expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
             label,
             seed,
@@ -225,6 +253,7 @@ describe('search piece counts stay exact', () => {
     expect(pieces).toBeGreaterThan(0);
     expect(edges).toBeGreaterThan(0);
     expect(perTenant).toBeGreaterThan(0);
+    expect(longPairs).toBeGreaterThan(0);
   };
 
   beforeAll(async () => {
@@ -436,19 +465,31 @@ describe('search piece counts stay exact', () => {
       [' Silva ', ' silva '],
       ['^da^', '^da^'],
       [' 12 ', ' 12 '],
-      // Not kept: search_piece()'s shapes, 3+ characters on both sides, a run of two, two
-      // separators around two words, the fields' separator, 5+ characters with a digit.
+      // SearchLongPairPieces: 3+ characters on both sides of one separator, a word whole with a
+      // separator after it, or after a separator and before the next word's start.
+      ['ana silva', 'ana silva'],
+      ['Rodrigues SILVA', 'rodrigues silva'],
+      ['a SILVA ', 'a silva '],
+      ['ana da-', 'ana da-'],
+      [' Silva Ro', ' silva ro'],
+      ['-da^s', '-da^s'],
+      ['a 1 ', 'a 1 '],
+      // Not kept: search_piece()'s shapes, a run of two, two separators around two words, three
+      // words, the fields' separator, 5+ characters with a digit.
       ['o s', null],
       ['lva ', null],
       ['rigue', null],
-      ['ana silva', null],
       ['a  silva', null],
+      ['a da silva', null],
+      ['ana  silva ', null],
       [' da silva ', null],
       [' silva  ', null],
       ['a\u001fsilva', null],
       ['\u001fsilva ', null],
       [' 123 ', null],
       ['1 234', null],
+      ['ana 12 ', null],
+      [' 12 ab', null],
     ];
     await expectPieces('search_pair_piece', shapes);
   });

@@ -3,7 +3,7 @@
 
 /**
  * A table of exact match counts per search piece, kept by statement-level triggers on the table
- * it counts (SearchPieceCounts, SearchPairPieces, SearchTenantPieces).
+ * it counts (SearchPieceCounts, SearchPairPieces, SearchTenantPieces, SearchLongPairPieces).
  */
 export interface PieceCountTable {
   /** The counted table: `studies` or `patients`. */
