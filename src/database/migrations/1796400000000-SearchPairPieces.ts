@@ -36,7 +36,7 @@ import {
  * before. New tables with the triggers of SearchPieceCounts (piece-count-triggers.ts), recounted by
  * rebuild_search_piece_counts(), which bulk loads call through rebuild_list_counts().
  */
-export const SEARCH_PAIR_PIECES = `
+const SEARCH_PAIR_PIECES = `
       CREATE FUNCTION search_pair_pieces(folded text) RETURNS text[]
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
         AS $$
@@ -89,11 +89,9 @@ ${SPLIT_WORDS_AND_RUNS}
 
 // The shapes above, as a fragment is typed: 1-2 characters, one separator, 3 or more; 3 or more,
 // one separator, 1-2; a separator, a whole word, a separator.
-export const SEARCH_PAIR_PIECE = searchPieceFunctionSql(
-  'search_pair_piece',
-  '[[:alnum:]]{1,2}[^[:alnum:]][[:alnum:]]{3,}|[[:alnum:]]{3,}[^[:alnum:]][[:alnum:]]{1,2}|[^[:alnum:]][[:alnum:]]+[^[:alnum:]]',
-  false,
-);
+export const PAIR_PIECE_SHAPES =
+  '[[:alnum:]]{1,2}[^[:alnum:]][[:alnum:]]{3,}|[[:alnum:]]{3,}[^[:alnum:]][[:alnum:]]{1,2}|[^[:alnum:]][[:alnum:]]+[^[:alnum:]]';
+const SEARCH_PAIR_PIECE = searchPieceFunctionSql('search_pair_piece', PAIR_PIECE_SHAPES, false);
 
 const PAIR_PIECE_COUNTS = [STUDY_PAIR_PIECE_COUNTS, PATIENT_PAIR_PIECE_COUNTS];
 
