@@ -167,7 +167,7 @@ describe('search piece counts stay exact', () => {
       // Across one separator with 3+ characters each side, a word whole with a separator after it,
       // or after a separator and before a start (SearchLongPairPieces); and near shapes they do not hold.
       'ria silv',
-      // In every run's data: the multi-row insert's names start 'RIGUE rodrigues '.
+      // In every run's data: the multi-row insert's names start 'RIGUE rodrigues da Silva '.
       'rigue rodr',
       'igue rodrigues ',
       'rodrigues silva',
@@ -183,6 +183,20 @@ describe('search piece counts stay exact', () => {
       ' da  s',
       '00 000',
       '0 000 ',
+      // Across three words with 1-3 characters between (SearchParticlePieces), and near shapes they
+      // do not hold. The first four match the multi-row insert's names in every run.
+      'ues da sil',
+      'rodrigues da silva ',
+      ' rodrigues da s',
+      ' rodrigues da silva ',
+      'a ana silv',
+      'o^da^s',
+      'ria da ana ',
+      'a da  silva',
+      'a  da silva',
+      'a da silva s',
+      'a joão silv',
+      'a 00 rod',
       // 5-6 characters with a digit (SearchTenantPieces), and longer ones they do not hold.
       '00000',
       '000000',
@@ -220,6 +234,7 @@ describe('search piece counts stay exact', () => {
     let edges = 0;
     let perTenant = 0;
     let longPairs = 0;
+    let particles = 0;
     for (const fragment of fragmentsOf(
       rows.map((r) => r.t),
       30,
@@ -242,6 +257,15 @@ describe('search piece counts stay exact', () => {
           ) {
             longPairs++;
           }
+          // Three words with 1-3 characters between.
+          if (
+            found.perTenant &&
+            found.liked > 0 &&
+            scope.kind !== 'unit' &&
+            /[\p{L}\p{N}][^\p{L}\p{N}][\p{L}\p{N}]{1,3}[^\p{L}\p{N}][\p{L}\p{N}]/u.test(fragment)
+          ) {
+            particles++;
+          }
           expect({ label, seed, table, fragment, scope, total: found.counted }).toEqual({
             label,
             seed,
@@ -257,6 +281,7 @@ describe('search piece counts stay exact', () => {
     expect(edges).toBeGreaterThan(0);
     expect(perTenant).toBeGreaterThan(0);
     expect(longPairs).toBeGreaterThan(0);
+    expect(particles).toBeGreaterThan(0);
   };
 
   beforeAll(async () => {
@@ -291,7 +316,7 @@ describe('search piece counts stay exact', () => {
     // One statement inserting several studies with the same pieces.
     await db.query(
       `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, accession_number, study_date)
-       SELECT $1, $2, 'multi-' || g || $3::text, '2.25.999' || g || $3::text, '0000' || g, 'RIGUE rodrigues ' || $4::text, NULL, '2024-01-01'
+       SELECT $1, $2, 'multi-' || g || $3::text, '2.25.999' || g || $3::text, '0000' || g, 'RIGUE rodrigues da Silva ' || $4::text, NULL, '2024-01-01'
          FROM generate_series(1, 5) g`,
       [clinic.tenant.id, clinic.unit1.id, Date.now(), randomName()],
     );
@@ -477,13 +502,27 @@ describe('search piece counts stay exact', () => {
       [' Silva Ro', ' silva ro'],
       ['-da^s', '-da^s'],
       ['a 1 ', 'a 1 '],
+      // SearchParticlePieces: three words with 1-3 characters between, each separator one character.
+      ['a da silva', 'a da silva'],
+      ['A de FATI', 'a de fati'],
+      ['ria de fátima ', 'ria de fatima '],
+      [' Maria de F', ' maria de f'],
+      [' maria de fatima ', ' maria de fatima '],
+      ['a e lima', 'a e lima'],
+      ['o^da-s', 'o^da-s'],
+      ['ana ana ana', 'ana ana ana'],
       // Not kept: search_piece()'s shapes, a run of two, two separators around two words, three
       // words, the fields' separator, 5+ characters with a digit.
       ['o s', null],
       ['lva ', null],
       ['rigue', null],
       ['a  silva', null],
-      ['a da silva', null],
+      ['a dede fa', null],
+      ['a da  silva', null],
+      ['a da silva s', null],
+      ['a d1 fa', null],
+      ['a da s1', null],
+      ['a\u001fda silva', null],
       ['ana  silva ', null],
       [' da silva ', null],
       [' silva  ', null],

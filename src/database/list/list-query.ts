@@ -155,11 +155,13 @@ export function listCountSql(spec: ListSpec, where: string): string {
  * row per unit or tenant, where counting through the search index visits a heap block per match.
  * - search_piece (SearchPieceCounts, SearchEdgePieces): 3+ letters or digits without a break; or
  *   cut at a word's edge, "lva ", " oliv", "o s"; 5+ characters only without a digit. Per unit.
- * - search_tenant_piece (SearchPairPieces, SearchTenantPieces, SearchLongPairPieces): across one
- *   separator but for 1-2 characters on both sides ("a sil", "ilva s", "reira sant"), a whole word
- *   between separators (" silva "), a word's end, one separator, the next word whole and a separator
- *   ("a oliveira "), a separator, a word whole, one separator and the next one's start (" fernandes
- *   s"), or 5-6 letters and digits with a digit ("00020"). Per tenant: a unit's studies are `counted`.
+ * - search_tenant_piece (SearchPairPieces, SearchTenantPieces, SearchLongPairPieces,
+ *   SearchParticlePieces): across one separator but for 1-2 characters on both sides ("a sil",
+ *   "ilva s", "reira sant"), a whole word between separators (" silva "), a word's end, one
+ *   separator, the next word whole and a separator ("a oliveira "), a separator, a word whole, one
+ *   separator and the next one's start (" fernandes s"), across three words with 1-3 characters
+ *   between ("a de fati", " maria da s"), or 5-6 letters and digits with a digit ("00020"). Per
+ *   tenant: a unit's studies are `counted`.
  * Anything else is `counted`. Only the CASE branch taken runs (each is an InitPlan, run
  * when read).
  */

@@ -3,7 +3,8 @@
 
 /**
  * A table of exact match counts per search piece, kept by statement-level triggers on the table
- * it counts (SearchPieceCounts, SearchPairPieces, SearchTenantPieces, SearchLongPairPieces).
+ * it counts (SearchPieceCounts, SearchPairPieces, SearchTenantPieces, SearchLongPairPieces,
+ * SearchParticlePieces).
  */
 export interface PieceCountTable {
   /** The counted table: `studies` or `patients`. */
@@ -195,6 +196,31 @@ export const SPLIT_WORDS_AND_RUNS = `          -- runs[k]: the run of other char
           runs := runs || substring(folded from '[^[:alnum:]]*$');`;
 
 /**
+ * A function `name(folded text)` listing pieces of a folded text, distinct: `body` fills `pieces`
+ * from `words` and `runs` (SPLIT_WORDS_AND_RUNS, `last` words), with `variables` declared besides.
+ */
+export function wordPiecesFunctionSql(name: string, variables: string[], body: string): string {
+  return `
+      CREATE FUNCTION ${name}(folded text) RETURNS text[]
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$
+        DECLARE
+          words text[] := '{}';
+          runs text[] := '{}';
+          found text[];
+          piece text;
+          pieces text[] := '{}';
+          last int;
+${variables.map((v) => `          ${v};`).join('\n')}
+        BEGIN
+${SPLIT_WORDS_AND_RUNS}
+${body}
+          RETURN ARRAY(SELECT DISTINCT unnest(pieces));
+        END
+        $$`;
+}
+
+/**
  * A function `name(fragment text)` answering the folded fragment when it has one of `shapes` (a
  * regular expression's alternatives), no U+001F and, past 4 characters, no digit; else NULL.
  */
@@ -258,3 +284,22 @@ export const PIECE_COUNT_TABLES: PieceCountTable[] = [
   STUDY_TENANT_PIECE_COUNTS,
   PATIENT_TENANT_PIECE_COUNTS,
 ];
+
+/** search_tenant_pieces(): the pieces of the functions named in `parts`, one after the other. */
+export const searchTenantPiecesSql = (parts: string[]): string => `
+      CREATE OR REPLACE FUNCTION search_tenant_pieces(folded text) RETURNS text[]
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$ BEGIN RETURN ${parts.map((f) => `${f}(folded)`).join(' || ')}; END $$`;
+
+/**
+ * The statements that recount the tenant piece tables from scratch with the functions now defined,
+ * writers waiting until the migration commits.
+ */
+export function recountTenantPiecesSql(): string[] {
+  const tables = [STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS];
+  return [
+    `LOCK TABLE studies, patients IN SHARE MODE`,
+    `TRUNCATE ${tables.map(pieceCountsTable).join(', ')}`,
+    ...tables.flatMap((t) => [recountPiecesSql(t), `ANALYZE ${pieceCountsTable(t)}`]),
+  ];
+}

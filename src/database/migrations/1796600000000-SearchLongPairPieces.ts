@@ -1,11 +1,9 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import {
-  PATIENT_TENANT_PIECE_COUNTS,
-  pieceCountsTable,
-  recountPiecesSql,
+  recountTenantPiecesSql,
   SPLIT_WORDS_AND_RUNS,
   searchPieceFunctionSql,
-  STUDY_TENANT_PIECE_COUNTS,
+  searchTenantPiecesSql,
 } from '../migration-sql/piece-count-triggers';
 import { PAIR_PIECE_SHAPES } from './1796400000000-SearchPairPieces';
 
@@ -88,26 +86,8 @@ ${SPLIT_WORDS_AND_RUNS}
 // The pair pieces' shapes and the three above, as a fragment is typed: 3 or more characters each
 // side of one separator; letters and digits, one separator, a word, a separator; a separator, a
 // word, one separator, letters and digits.
-const LONG_PAIR_PIECE_SHAPES =
+export const LONG_PAIR_PIECE_SHAPES =
   '[[:alnum:]]{3,}[^[:alnum:]][[:alnum:]]{3,}|[[:alnum:]]+[^[:alnum:]][[:alnum:]]+[^[:alnum:]]|[^[:alnum:]][[:alnum:]]+[^[:alnum:]][[:alnum:]]+';
-
-/** search_tenant_pieces(): the pieces of the functions named in `parts`, one after the other. */
-const searchTenantPiecesSql = (parts: string[]): string => `
-      CREATE OR REPLACE FUNCTION search_tenant_pieces(folded text) RETURNS text[]
-        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$ BEGIN RETURN ${parts.map((f) => `${f}(folded)`).join(' || ')}; END $$`;
-
-const TENANTS = [STUDY_TENANT_PIECE_COUNTS, PATIENT_TENANT_PIECE_COUNTS];
-
-/** The tenant piece tables recounted from scratch with the functions now defined, writers waiting. */
-async function recount(q: QueryRunner): Promise<void> {
-  await q.query(`LOCK TABLE studies, patients IN SHARE MODE`);
-  await q.query(`TRUNCATE ${TENANTS.map(pieceCountsTable).join(', ')}`);
-  for (const t of TENANTS) {
-    await q.query(recountPiecesSql(t));
-    await q.query(`ANALYZE ${pieceCountsTable(t)}`);
-  }
-}
 
 export class SearchLongPairPieces1796600000000 implements MigrationInterface {
   name = 'SearchLongPairPieces1796600000000';
@@ -116,13 +96,13 @@ export class SearchLongPairPieces1796600000000 implements MigrationInterface {
     await q.query(SEARCH_LONG_PAIR_PIECES);
     await q.query(searchTenantPiecesSql(['search_pair_pieces', 'search_long_pair_pieces', 'search_digit_pieces']));
     await q.query(searchPieceFunctionSql('search_pair_piece', `${PAIR_PIECE_SHAPES}|${LONG_PAIR_PIECE_SHAPES}`, true));
-    await recount(q);
+    for (const sql of recountTenantPiecesSql()) await q.query(sql);
   }
 
   public async down(q: QueryRunner): Promise<void> {
     await q.query(searchTenantPiecesSql(['search_pair_pieces', 'search_digit_pieces']));
     await q.query(`DROP FUNCTION search_long_pair_pieces(text)`);
     await q.query(searchPieceFunctionSql('search_pair_piece', PAIR_PIECE_SHAPES, true));
-    await recount(q);
+    for (const sql of recountTenantPiecesSql()) await q.query(sql);
   }
 }
