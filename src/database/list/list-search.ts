@@ -46,7 +46,8 @@ export interface ListSearchQuery {
   /**
    * The exact total, as a scalar SQL expression, from `counted`: the matches counted over the
    * conditions with the fragment (listCountSql), or as a first search collected them
-   * (listMatchesCountSql). A list with piece counts takes them where they hold (listSearchCountSql).
+   * (listMatchesCountSql), or a first search's choice between such counts by its plan
+   * (searchCountByPlanSql). A list with piece counts takes them where they hold (listSearchCountSql).
    */
   count: (counted: string, p: SqlParams) => string;
 }
@@ -284,10 +285,13 @@ export class ListSearch {
     const once = plannedOnce(offset);
     const indexWhere = searchWhere(query, p, 'index');
     // With a page that may come, the matches the index finds are collected once, for both.
-    const byIndex = once ? query.count(listMatchesCountSql, p) : countOver(query, indexWhere, p);
-    const byWalk = countOver(query, searchWhere(query, p, 'walk'), p);
+    const byIndex = once ? listMatchesCountSql : listCountSql(query.spec, indexWhere);
+    const byWalk = listCountSql(query.spec, searchWhere(query, p, 'walk'));
+    // The piece counts around the plan's choice, not inside each branch: once in the plan, whose
+    // every node the executor starts at each bind, run or not.
+    const total = query.count(searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk), p);
     // OFFSET 0 keeps the sizes a subquery of their own: flattened, each would be read twice.
-    const sizesSql = `SELECT m._version, m._walked, m._indexed, ${searchCountByPlanSql('m._walked', 'm._indexed', byIndex, byWalk)} AS _total
+    const sizesSql = `SELECT m._version, m._walked, m._indexed, ${total} AS _total
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
                       ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
