@@ -197,11 +197,12 @@ export const SPLIT_WORDS_AND_RUNS = `          -- runs[k]: the run of other char
 
 /**
  * A function `name(folded text)` listing pieces of a folded text, distinct: `body` fills `pieces`
- * from `words` and `runs` (SPLIT_WORDS_AND_RUNS, `last` words), with `variables` declared besides.
+ * from `words` and `runs` (SPLIT_WORDS_AND_RUNS, `last` words), with `variables` declared besides;
+ * CREATE OR REPLACE when `replace`.
  */
-export function wordPiecesFunctionSql(name: string, variables: string[], body: string): string {
+export function wordPiecesFunctionSql(name: string, variables: string[], body: string, replace = false): string {
   return `
-      CREATE FUNCTION ${name}(folded text) RETURNS text[]
+      CREATE ${replace ? 'OR REPLACE ' : ''}FUNCTION ${name}(folded text) RETURNS text[]
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
         AS $$
         DECLARE

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { SPLIT_WORDS_AND_RUNS } from '../migration-sql/piece-count-triggers';
+import { wordPiecesFunctionSql } from '../migration-sql/piece-count-triggers';
 import { PIECES_INSIDE_WORD, SEARCH_PIECE_BY_WORD, SEARCH_PIECES_BY_WORD } from './1795700000000-SearchPieceCounts';
 
 /**
@@ -26,24 +26,10 @@ import { PIECES_INSIDE_WORD, SEARCH_PIECE_BY_WORD, SEARCH_PIECES_BY_WORD } from 
  * and stay counted through the index (bench/README.md has the costs).
  * The kept counts are rebuilt: writers wait for the rebuild (rebuild_search_piece_counts()).
  */
-const SEARCH_PIECES_AT_EDGES = `
-      CREATE OR REPLACE FUNCTION search_pieces(folded text) RETURNS text[]
-        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$
-        DECLARE
-          words text[] := '{}';
-          runs text[] := '{}';
-          found text[];
-          word text;
-          piece text;
-          after text;
-          mark text;
-          pieces text[] := '{}';
-          last int;
-          len int;
-          digits boolean;
-        BEGIN
-${SPLIT_WORDS_AND_RUNS}
+const SEARCH_PIECES_AT_EDGES = wordPiecesFunctionSql(
+  'search_pieces',
+  ['word text', 'after text', 'mark text', 'len int', 'digits boolean'],
+  `
           FOR k IN 1 .. last LOOP
             word := words[k];
             len := length(word);
@@ -73,10 +59,9 @@ ${PIECES_INSIDE_WORD}
                 pieces := pieces || piece;
               END LOOP;
             END LOOP;
-          END LOOP;
-          RETURN ARRAY(SELECT DISTINCT unnest(pieces));
-        END
-        $$`;
+          END LOOP;`,
+  true,
+);
 
 // The shapes above, as a fragment is typed: inside a word; a word's end and a separator; a
 // separator and a word's start; 1-2 characters, one separator, 1-2 characters. Exported for the

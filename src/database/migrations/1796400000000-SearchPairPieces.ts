@@ -8,7 +8,7 @@ import {
   rebuildPieceCountsSql,
   recountPiecesSql,
   STUDY_PAIR_PIECE_COUNTS,
-  SPLIT_WORDS_AND_RUNS,
+  wordPiecesFunctionSql,
   searchPieceFunctionSql,
   STUDY_PIECE_COUNTS,
   pieceCountTriggerSetSql,
@@ -36,24 +36,10 @@ import {
  * before. New tables with the triggers of SearchPieceCounts (piece-count-triggers.ts), recounted by
  * rebuild_search_piece_counts(), which bulk loads call through rebuild_list_counts().
  */
-const SEARCH_PAIR_PIECES = `
-      CREATE FUNCTION search_pair_pieces(folded text) RETURNS text[]
-        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$
-        DECLARE
-          words text[] := '{}';
-          runs text[] := '{}';
-          found text[];
-          word text;
-          following text;
-          before text;
-          after text;
-          piece text;
-          pieces text[] := '{}';
-          last int;
-          len int;
-        BEGIN
-${SPLIT_WORDS_AND_RUNS}
+const SEARCH_PAIR_PIECES = wordPiecesFunctionSql(
+  'search_pair_pieces',
+  ['word text', 'following text', 'before text', 'after text', 'len int'],
+  `
           FOR k IN 1 .. last LOOP
             word := words[k];
             len := length(word);
@@ -82,10 +68,8 @@ ${SPLIT_WORDS_AND_RUNS}
                 pieces := pieces || piece;
               END LOOP;
             END LOOP;
-          END LOOP;
-          RETURN ARRAY(SELECT DISTINCT unnest(pieces));
-        END
-        $$`;
+          END LOOP;`,
+);
 
 // The shapes above, as a fragment is typed: 1-2 characters, one separator, 3 or more; 3 or more,
 // one separator, 1-2; a separator, a whole word, a separator.

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import {
   recountTenantPiecesSql,
-  SPLIT_WORDS_AND_RUNS,
+  wordPiecesFunctionSql,
   searchPieceFunctionSql,
   searchTenantPiecesSql,
 } from '../migration-sql/piece-count-triggers';
@@ -28,24 +28,10 @@ import { PAIR_PIECE_SHAPES } from './1796400000000-SearchPairPieces';
  * words) has 317,786 distinct pieces of the first shape. Same tables, triggers and recount as the
  * pair pieces (study_tenant_piece_counts, patient_tenant_piece_counts).
  */
-const SEARCH_LONG_PAIR_PIECES = `
-      CREATE FUNCTION search_long_pair_pieces(folded text) RETURNS text[]
-        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$
-        DECLARE
-          words text[] := '{}';
-          runs text[] := '{}';
-          found text[];
-          word text;
-          following text;
-          before text;
-          after text;
-          beyond text;
-          piece text;
-          pieces text[] := '{}';
-          last int;
-        BEGIN
-${SPLIT_WORDS_AND_RUNS}
+const SEARCH_LONG_PAIR_PIECES = wordPiecesFunctionSql(
+  'search_long_pair_pieces',
+  ['word text', 'following text', 'before text', 'after text', 'beyond text'],
+  `
           FOR k IN 1 .. last - 1 LOOP
             after := runs[k + 1];
             CONTINUE WHEN length(after) <> 1 OR after = chr(31);
@@ -78,10 +64,8 @@ ${SPLIT_WORDS_AND_RUNS}
                 pieces := pieces || piece;
               END LOOP;
             END IF;
-          END LOOP;
-          RETURN ARRAY(SELECT DISTINCT unnest(pieces));
-        END
-        $$`;
+          END LOOP;`,
+);
 
 // The pair pieces' shapes and the three above, as a fragment is typed: 3 or more characters each
 // side of one separator; letters and digits, one separator, a word, a separator; a separator, a

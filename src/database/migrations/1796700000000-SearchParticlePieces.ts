@@ -32,7 +32,7 @@ import { LONG_PAIR_PIECE_SHAPES } from './1796600000000-SearchLongPairPieces';
  */
 const SEARCH_PARTICLE_PIECES = wordPiecesFunctionSql(
   'search_particle_pieces',
-  ['first text', 'middle text', 'third text', 'before text', 'beyond text'],
+  ['first text', 'middle text', 'third text', 'before text', 'whole text', 'head text'],
   `
           FOR k IN 1 .. last - 2 LOOP
             middle := words[k + 1];
@@ -43,31 +43,29 @@ const SEARCH_PARTICLE_PIECES = wordPiecesFunctionSql(
             third := words[k + 2];
             middle := runs[k + 1] || middle || runs[k + 2];
             before := right(runs[k], 1);
-            beyond := left(runs[k + 3], 1);
-            IF before IN ('', chr(31)) THEN before := NULL; END IF;
-            IF beyond IN ('', chr(31)) THEN beyond := NULL; END IF;
-            -- Each loop makes its piece longer on one side: once it holds a digit, so do the rest.
-            FOR a IN 1 .. length(first) LOOP
-              EXIT WHEN right(first, a) ~ '[[:digit:]]';
+            -- The third word whole with the separator after it, when it has one (and no digit).
+            whole := left(runs[k + 3], 1);
+            whole := CASE WHEN whole NOT IN ('', chr(31)) AND third !~ '[[:digit:]]' THEN third || whole END;
+            -- The heads: every end of the first word, then the first word whole after its separator.
+            -- Each is longer than the last: once one holds a digit, so do the rest.
+            FOR a IN 1 .. length(first) + 1 LOOP
+              IF a <= length(first) THEN
+                head := right(first, a);
+              ELSE
+                EXIT WHEN before IN ('', chr(31));
+                head := before || first;
+              END IF;
+              EXIT WHEN head ~ '[[:digit:]]';
+              head := head || middle;
               FOR n IN 1 .. length(third) LOOP
-                piece := right(first, a) || middle || left(third, n);
+                piece := head || left(third, n);
                 EXIT WHEN piece ~ '[[:digit:]]';
                 pieces := pieces || piece;
               END LOOP;
-              IF beyond IS NOT NULL AND third !~ '[[:digit:]]' THEN
-                pieces := pieces || (right(first, a) || middle || third || beyond);
+              IF whole IS NOT NULL THEN
+                pieces := pieces || (head || whole);
               END IF;
             END LOOP;
-            -- The first word whole after the separator before it, when it has one.
-            CONTINUE WHEN before IS NULL OR first ~ '[[:digit:]]';
-            FOR n IN 1 .. length(third) LOOP
-              piece := before || first || middle || left(third, n);
-              EXIT WHEN piece ~ '[[:digit:]]';
-              pieces := pieces || piece;
-            END LOOP;
-            IF beyond IS NOT NULL AND third !~ '[[:digit:]]' THEN
-              pieces := pieces || (before || first || middle || third || beyond);
-            END IF;
           END LOOP;`,
 );
 
