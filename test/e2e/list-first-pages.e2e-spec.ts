@@ -1,13 +1,14 @@
 /**
  * A first search of a scope larger than a walk of the whole (10,000 rows) reads its page in the
  * statement that counts it when the plan would collect its matches (ListSearch.first,
- * listFirstPageSql). The gate of that page is a rule written twice, in TypeScript
- * (collectsFirstPage) and in SQL (collectsFirstPageSql): both are fed the same random sizes and
- * must agree. Then first searches of a clinic of 10,500 studies and patients, with few matches and
+ * listFirstPageSql), and so does a first search the plan walks, with the walk's cap from its sizes.
+ * The gate of a collected page and the cap of a walk are rules written twice, in TypeScript
+ * (collectsFirstPage, walkCap) and in SQL (collectsFirstPageSql, walkCapSql): each pair is fed the
+ * same random sizes and must agree. Then first searches of a clinic of 10,500 studies and patients, with few matches and
  * many, on shallow and deep pages and for every role, must give the page and total the database
  * gives.
  */
-import { collectsFirstPage, collectsFirstPageSql, DIRECT_OFFSET_MAX } from '../../src/database/list';
+import { collectsFirstPage, collectsFirstPageSql, DIRECT_OFFSET_MAX, walkCap, walkCapSql } from '../../src/database/list';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser } from '../support/factories';
@@ -73,6 +74,29 @@ describe('first searches read a collected page with their count', () => {
     expect({ seed, disagreeing }).toEqual({ seed, disagreeing: [] });
     // Both answers occur, or the comparison proves little.
     expect(new Set(answers)).toEqual(new Set([true, false]));
+  });
+
+  it("the SQL walk cap and walkCap agree on the same sizes, as the statement's numeric sums", async () => {
+    const cases = Array.from({ length: 3_000 }, () => ({
+      walked: Math.floor(prng.next() ** 2 * 600_000),
+      total: Math.floor(prng.next() ** 3 * 600_000),
+      offset: PAGE * Math.floor(prng.next() * 21),
+    }));
+    for (const walked of [0, 1, 9_999, 10_000, 10_001, 200_000]) {
+      for (const total of [0, 1, 15, 16, 599, 600, walked]) cases.push({ walked, total, offset: 0 });
+    }
+    const caps = [...new Set(cases.map((c) => c.offset))].map(
+      (offset) => `WHEN ${offset} THEN ${walkCapSql('m._total', 'm._walked', offset, PAGE)}`,
+    );
+    const [{ answers }] = await t.db.query(
+      `SELECT array_agg(CASE m.offset_ ${caps.join(' ')} END ORDER BY m.n) AS answers
+         FROM unnest($1::numeric[], $2::numeric[], $3::int[]) WITH ORDINALITY AS m(_walked, _total, offset_, n)`,
+      [cases.map((c) => c.walked), cases.map((c) => c.total), cases.map((c) => c.offset)],
+    );
+    const disagreeing = cases.filter((c, n) => Number(answers[n]) !== walkCap(c.total, c.walked, c.offset, PAGE));
+    expect({ seed, disagreeing }).toEqual({ seed, disagreeing: [] });
+    // Caps at the floor, of the whole scope and from the spread all occur.
+    expect(new Set(answers.map(Number)).size).toBeGreaterThan(1_000);
   });
 
   it('gives the page and total the database gives, for every role, shallow and deep', async () => {

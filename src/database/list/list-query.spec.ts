@@ -6,6 +6,7 @@ import {
   DIRECT_OFFSET_MAX,
   listCountSql,
   listFirstPageSql,
+  walkCapSql,
   listMatchesCountSql,
   listPageSql,
   plannedOnce,
@@ -213,6 +214,25 @@ describe('list SQL', () => {
     expect(collectsFirstPage(10, 200_000, true, 0, 15)).toBe(true);
     expect(collectsFirstPage(10, 200_000, false, 0, 15)).toBe(false);
     expect(collectsFirstPage(5_000, 200_000, true, 0, 15)).toBe(false);
+  });
+
+  it("walks a first search's page in the same statement when asked, where it does not collect, up to walkCapSql", () => {
+    const sql = listFirstPageSql(SPEC, 'SELECT 1', 't.x = $1', 30, 15, {
+      scope: 't.tenant_id = $2',
+      match: 't.search_text LIKE $3',
+    }).replace(/\s+/g, ' ');
+    const gate = collectsFirstPageSql('m', 30, 15).replace(/\s+/g, ' ');
+    const cap = walkCapSql('m._total', 'm._walked', 30, 15).replace(/\s+/g, ' ');
+    expect(sql).toContain(
+      `LEFT JOIN LATERAL ((SELECT t.id FROM _matches t WHERE ${gate} ORDER BY t.name ASC, t.id ASC LIMIT 15 OFFSET 30) UNION ALL (`,
+    );
+    expect(sql).toContain(
+      `(SELECT t.id FROM (SELECT t.id, t.name, t.search_text FROM things t WHERE t.tenant_id = $2 AND NOT ${gate} AND m._total > 30 ` +
+        `ORDER BY t.name ASC, t.id ASC LIMIT ${cap}) t WHERE t.search_text LIKE $3 ORDER BY t.name ASC, t.id ASC LIMIT 15 OFFSET 30)) page ON TRUE`,
+    );
+    expect(cap).toBe(
+      'greatest(2000, CASE WHEN m._walked <= 10000 THEN m._walked ELSE 0 END, ceil(4 * ((45 * m._walked)::float8 / greatest(1, m._total)::float8) - 1e-6))::bigint',
+    );
   });
 
   it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {

@@ -234,6 +234,16 @@ export const COVERED_WALK_ROWS_PER_MATCH = 8;
  * page, 263 ms); a walk that comes back short then leaves the page to the search index, or, for
  * so many matches that visiting them costs more, walks the whole scope (searchPlan, `bunched`).
  */
+/**
+ * walkCap in SQL, for a first search's walk (listFirstPageSql) on its own sizes (`matches`, `walked`:
+ * SQL expressions), nothing yet learnt of the search: the same arithmetic, in the same order.
+ */
+export function walkCapSql(matches: string, walked: string, offset: number, limit: number): string {
+  const expected = `((${offset + limit} * ${walked})::float8 / greatest(1, ${matches})::float8)`;
+  return `greatest(${WALK_CAP_MIN}, CASE WHEN ${walked} <= ${WALK_WHOLE_SCOPE} THEN ${walked} ELSE 0 END,
+                  ceil(${WALK_CAP_FACTOR} * ${expected} - 1e-6))::bigint`;
+}
+
 export function walkCap(matches: number, walked: number, offset: number, limit: number, bunched = false, reach = 0): number {
   if (bunched) return walked;
   const expected = Math.max(((offset + limit) * walked) / Math.max(1, matches), (offset + limit) * reach);
@@ -373,18 +383,59 @@ export const listMatchesCountSql = `(SELECT count(*) FROM ${FIRST_MATCHES})`;
  * round"). The page is a LATERAL subquery gated on the sizes alone, so PostgreSQL runs it only when
  * the gate holds (a one-time filter); its bounds are in the text, for a statement planned once.
  */
-export function listFirstPageSql(spec: ListSpec, sizes: string, where: string, offset: number, limit: number): string {
+export function listFirstPageSql(
+  spec: ListSpec,
+  sizes: string,
+  where: string,
+  offset: number,
+  limit: number,
+  walk?: FirstWalk,
+): string {
   const { id } = spec;
   const column = idColumn(spec);
   const alias = tableAlias(spec);
+  const collects = collectsFirstPageSql('m', offset, limit);
+  const walked = walk
+    ? `
+                               UNION ALL
+                               (${walkIdsSql(
+                                 spec,
+                                 `${walk.scope} AND NOT ${collects} AND m._total > ${constantBound(offset)}`,
+                                 walk.match,
+                                 walkCapSql('m._total', 'm._walked', offset, limit),
+                                 constantBound(limit),
+                                 constantBound(offset),
+                               )})`
+    : '';
+  const collected = `SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
+                                WHERE ${collects}
+                                ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}`;
   return `WITH ${FIRST_MATCHES} AS MATERIALIZED (SELECT ${spec.orderColumns} FROM ${spec.from} WHERE ${where})
           SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
             FROM (${sizes} OFFSET 0) m
-            LEFT JOIN LATERAL (SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
-                                WHERE ${collectsFirstPageSql('m', offset, limit)}
-                                ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}) page ON TRUE
+            LEFT JOIN LATERAL (${walk ? `(${collected})${walked}` : collected}) page ON TRUE
             LEFT JOIN ${spec.from} ON ${id} = page.${column}
            ORDER BY ${spec.order}`;
+}
+
+/**
+ * A first search's walk in its own statement (listFirstPageSql): the list's conditions without the
+ * fragment (`scope`) and the fragment's match for a walk (listSearchSql `walk`).
+ */
+export interface FirstWalk {
+  scope: string;
+  match: string;
+}
+
+/**
+ * The ids of one page of a walk (listWalkPageSql): the scope's rows in list order, at most `cap`,
+ * tested against `match`. `cap`, `limit` and `offset` are SQL: parameters, constants or expressions.
+ */
+function walkIdsSql(spec: ListSpec, scope: string, match: string, cap: string, limit: string, offset: string): string {
+  if (!spec.walkColumns) throw new Error(`${spec.from}: no walkColumns`);
+  const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${cap}`;
+  return `SELECT ${spec.id} FROM (${walked}) ${tableAlias(spec)} WHERE ${match}
+                                 ORDER BY ${spec.order} LIMIT ${limit} OFFSET ${offset}`;
 }
 
 /**
@@ -403,12 +454,9 @@ export function listWalkPageSql(
   limit: number,
   cap: number,
 ): string {
-  const alias = tableAlias(spec);
-  if (!spec.walkColumns) throw new Error(`${spec.from}: no walkColumns`);
-  const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${p.add(cap)}`;
+  const ids = walkIdsSql(spec, scope, match, p.add(cap), p.add(limit), p.add(offset));
   return `SELECT ${spec.columns}, ${extra} FROM ${spec.from}
-           WHERE ${spec.id} IN (SELECT ${spec.id} FROM (${walked}) ${alias} WHERE ${match}
-                                 ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
+           WHERE ${spec.id} IN (${ids})
            ORDER BY ${spec.order}`;
 }
 

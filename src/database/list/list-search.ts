@@ -158,12 +158,15 @@ export class ListSearch {
         return { rows: page, total: sizes.matches };
       }
     }
-    const { sizes, version, collected } = await this.first<Row>(query, offset, limit);
+    const { sizes, version, collected, walked } = await this.first<Row>(query, offset, limit, !seen);
     if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
     let page = collected;
     if (!page) {
       const plan = planOf(sizes, offset, limit);
-      const rows = await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
+      const rows =
+        plan === 'walk' && walked
+          ? walked
+          : await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
       page = await this.complete(query, plan, sizes, rows, offset, limit);
     }
     this.keepPage(query, offset, limit, version, page);
@@ -272,14 +275,20 @@ export class ListSearch {
    * search paid for a second round trip and a second plan. Planned once (PlanMode `generic`): it has
    * no LIMIT, and its custom plan cost more to make than to run (bench/README.md "Seventh round").
    * A shallow page whose matches the plan would collect (collectsFirstPage: three first searches in
-   * four at 1,000,000 studies) comes in the same statement (listFirstPageSql): `collected`, else
-   * null and the page is read by its plan.
+   * four at 1,000,000 studies) comes in the same statement (listFirstPageSql): `collected`. For a
+   * search `fresh` (nothing learnt of its walks), a shallow page the plan walks comes in it too:
+   * `walked`, its rows as a walk of walkCap's rows gives them (a walk that came back short has fewer:
+   * ListSearch.complete goes on from there). Read by a statement of its own, the walk's page waited
+   * for a connection a second time: walked first searches were a fifth of the typed stream's and
+   * about half of its slowest one in a hundred (bench/README.md, "Fourteenth round"). Else both are null
+   * and the page is read by its plan.
    */
   private async first<Row>(
     query: ListSearchQuery,
     offset: number,
     limit: number,
-  ): Promise<{ sizes: SearchSizes; version: string; collected: Row[] | null }> {
+    fresh: boolean,
+  ): Promise<{ sizes: SearchSizes; version: string; collected: Row[] | null; walked: Row[] | null }> {
     const p = new SqlParams();
     const counters = query.counters(p);
     const once = plannedOnce(offset);
@@ -294,8 +303,13 @@ export class ListSearch {
     const sizesSql = `SELECT m._version, m._walked, m._indexed, ${total} AS _total
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
                       ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
+    // The walk's statement is planned once too (walkPlannedOnce), and its page is shallow here.
+    const walk =
+      once && fresh && walkPlannedOnce(query)
+        ? { scope: query.conditions(p, false), match: listSearchSql(query.spec, query.search, p, 'walk') }
+        : undefined;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
-      once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit) : sizesSql,
+      once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk) : sizesSql,
       p.values,
       'generic',
     );
@@ -305,8 +319,11 @@ export class ListSearch {
     this.totals.keep(query.key, row._version, matches);
     const sizes = this.remember(query.key, matches, walked, row._indexed);
     // The rule is the SQL's too; a page that did not come (no id) is read by its plan instead.
-    const collected = collectsFirstPage(matches, walked, row._indexed, offset, limit) && idOf(query, row) ? rows : null;
-    return { sizes, version: row._version, collected };
+    const collects = collectsFirstPage(matches, walked, row._indexed, offset, limit);
+    const collected = collects && idOf(query, row) ? rows : null;
+    // The walk ran when the page is there to read and not collected: its rows, none when it found none.
+    const walkedRows = walk && !collects && matches > offset ? rows.filter((r) => idOf(query, r) !== null) : null;
+    return { sizes, version: row._version, collected, walked: walkedRows };
   }
 
   /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */
