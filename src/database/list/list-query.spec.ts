@@ -6,7 +6,6 @@ import {
   DIRECT_OFFSET_MAX,
   listCountSql,
   listFirstPageSql,
-  walkCapSql,
   listMatchesCountSql,
   listPageSql,
   plannedOnce,
@@ -17,6 +16,7 @@ import {
   searchCountPlan,
   searchPlan,
   walkCap,
+  walkCapSql,
   widerWalkCap,
   reachOf,
 } from './list-query';

@@ -234,6 +234,14 @@ export const COVERED_WALK_ROWS_PER_MATCH = 8;
  * page, 263 ms); a walk that comes back short then leaves the page to the search index, or, for
  * so many matches that visiting them costs more, walks the whole scope (searchPlan, `bunched`).
  */
+export function walkCap(matches: number, walked: number, offset: number, limit: number, bunched = false, reach = 0): number {
+  if (bunched) return walked;
+  const expected = Math.max(((offset + limit) * walked) / Math.max(1, matches), (offset + limit) * reach);
+  // Less a millionth of a row: a reach read back (reachOf) gives its cap exactly, not one row more.
+  const cap = Math.ceil(WALK_CAP_FACTOR * expected - 1e-6);
+  return Math.max(WALK_CAP_MIN, walked <= WALK_WHOLE_SCOPE ? walked : 0, cap);
+}
+
 /**
  * walkCap in SQL, for a first search's walk (listFirstPageSql) on its own sizes (`matches`, `walked`:
  * SQL expressions), nothing yet learnt of the search: the same arithmetic, in the same order.
@@ -242,14 +250,6 @@ export function walkCapSql(matches: string, walked: string, offset: number, limi
   const expected = `((${offset + limit} * ${walked})::float8 / greatest(1, ${matches})::float8)`;
   return `greatest(${WALK_CAP_MIN}, CASE WHEN ${walked} <= ${WALK_WHOLE_SCOPE} THEN ${walked} ELSE 0 END,
                   ceil(${WALK_CAP_FACTOR} * ${expected} - 1e-6))::bigint`;
-}
-
-export function walkCap(matches: number, walked: number, offset: number, limit: number, bunched = false, reach = 0): number {
-  if (bunched) return walked;
-  const expected = Math.max(((offset + limit) * walked) / Math.max(1, matches), (offset + limit) * reach);
-  // Less a millionth of a row: a reach read back (reachOf) gives its cap exactly, not one row more.
-  const cap = Math.ceil(WALK_CAP_FACTOR * expected - 1e-6);
-  return Math.max(WALK_CAP_MIN, walked <= WALK_WHOLE_SCOPE ? walked : 0, cap);
 }
 
 /**
@@ -389,14 +389,18 @@ export function listFirstPageSql(
   where: string,
   offset: number,
   limit: number,
-  walk?: FirstWalk,
+  walk?: WalkConditions,
 ): string {
   const { id } = spec;
   const column = idColumn(spec);
   const alias = tableAlias(spec);
   const collects = collectsFirstPageSql('m', offset, limit);
-  const walked = walk
-    ? `
+  const collected = `SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
+                                WHERE ${collects}
+                                ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}`;
+  // The walk where the page is there and not collected, its cap from the sizes.
+  const page = walk
+    ? `(${collected})
                                UNION ALL
                                (${walkIdsSql(
                                  spec,
@@ -406,23 +410,20 @@ export function listFirstPageSql(
                                  constantBound(limit),
                                  constantBound(offset),
                                )})`
-    : '';
-  const collected = `SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
-                                WHERE ${collects}
-                                ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}`;
+    : collected;
   return `WITH ${FIRST_MATCHES} AS MATERIALIZED (SELECT ${spec.orderColumns} FROM ${spec.from} WHERE ${where})
           SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
             FROM (${sizes} OFFSET 0) m
-            LEFT JOIN LATERAL (${walk ? `(${collected})${walked}` : collected}) page ON TRUE
+            LEFT JOIN LATERAL (${page}) page ON TRUE
             LEFT JOIN ${spec.from} ON ${id} = page.${column}
            ORDER BY ${spec.order}`;
 }
 
 /**
- * A first search's walk in its own statement (listFirstPageSql): the list's conditions without the
- * fragment (`scope`) and the fragment's match for a walk (listSearchSql `walk`).
+ * What a walk tests (listWalkPageSql, and a first search's walk in listFirstPageSql): the list's
+ * conditions without the fragment (`scope`) and the fragment's match for a walk (listSearchSql `walk`).
  */
-export interface FirstWalk {
+export interface WalkConditions {
   scope: string;
   match: string;
 }

@@ -20,6 +20,7 @@ import {
   SearchPlan,
   searchPlan,
   walkCap,
+  WalkConditions,
   widerWalkCap,
 } from './list-query';
 import { CounterSql, KeptPage, ListTotals, SearchSizes } from './list-totals';
@@ -78,6 +79,12 @@ function searchWhere(query: ListSearchQuery, p: SqlParams, plan: SearchPlan): st
   const tenantTerms = plan === 'index' ? scopeTenantId(query.scope) : null;
   return `${query.conditions(p, tenantTerms !== null)} AND ${listSearchSql(query.spec, query.search, p, plan, tenantTerms)}`;
 }
+
+/** What a walk of the search tests: the list's conditions, and the fragment matched row by row. */
+const walkConditions = (query: ListSearchQuery, p: SqlParams): WalkConditions => ({
+  scope: query.conditions(p, false),
+  match: listSearchSql(query.spec, query.search, p, 'walk'),
+});
 
 /** The search's exact total (ListSearchQuery.count) when its matches are counted over `where`. */
 const countOver = (query: ListSearchQuery, where: string, p: SqlParams): string =>
@@ -216,7 +223,7 @@ export class ListSearch {
     offset: number,
     limit: number,
   ): Promise<Row[]> {
-    const { spec, search } = query;
+    const { spec } = query;
     if (plan === 'index') {
       const once = plannedOnce(offset);
       return this.prepared.query(
@@ -225,11 +232,10 @@ export class ListSearch {
         once ? 'generic' : 'custom',
       );
     }
-    const base = query.conditions(p, false);
-    const match = listSearchSql(spec, search, p, 'walk');
+    const { scope, match } = walkConditions(query, p);
     const cap = walkCap(sizes.matches, sizes.walked, offset, limit, sizes.bunched, sizes.reach);
     return this.prepared.query(
-      listWalkPageSql(spec, base, match, extra, p, offset, limit, cap),
+      listWalkPageSql(spec, scope, match, extra, p, offset, limit, cap),
       p.values,
       walkPlannedOnce(query) ? 'generic' : 'custom',
     );
@@ -304,10 +310,7 @@ export class ListSearch {
          FROM (SELECT ${counters.version} AS _version, ${counters[query.walkedBy]} AS _walked,
                       ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
     // The walk's statement is planned once too (walkPlannedOnce), and its page is shallow here.
-    const walk =
-      once && fresh && walkPlannedOnce(query)
-        ? { scope: query.conditions(p, false), match: listSearchSql(query.spec, query.search, p, 'walk') }
-        : undefined;
+    const walk = once && fresh && walkPlannedOnce(query) ? walkConditions(query, p) : undefined;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
       once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk) : sizesSql,
       p.values,

@@ -187,7 +187,7 @@ export const PATIENT_TENANT_PIECE_COUNTS: PieceCountTable = {
  * last word. Declares nothing: the function declares `words text[] := '{}'`, `runs text[] := '{}'`,
  * `found text[]` and `last int`.
  */
-export const SPLIT_WORDS_AND_RUNS = `          -- runs[k]: the run of other characters before words[k]; runs[last + 1]: after the last word.
+const SPLIT_WORDS_AND_RUNS = `          -- runs[k]: the run of other characters before words[k]; runs[last + 1]: after the last word.
           FOR found IN SELECT regexp_matches(folded, '([^[:alnum:]]*)([[:alnum:]]+)', 'g') LOOP
             runs := runs || found[1];
             words := words || found[2];
