@@ -12,6 +12,11 @@ export const REDIS = Symbol('REDIS');
 export function createRedisClient(config: AppConfig): Redis {
   return new Redis(config.REDIS_URL, {
     keyPrefix: `${config.QUEUE_PREFIX}:`,
+    // Commands issued in one turn of the event loop go out in one write: every authenticated
+    // request asks for its token's blacklist entry, and each write to a local socket can hand the
+    // API's CPU to the process it wakes. In the stream of first searches (32 connections) Redis
+    // read 0.19 times per request instead of 0.76 (bench/README.md, "Fifteenth round").
+    enableAutoPipelining: true,
     maxRetriesPerRequest: 2,
     enableOfflineQueue: true,
     connectTimeout: 5000,
