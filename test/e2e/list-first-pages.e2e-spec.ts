@@ -4,9 +4,9 @@
  * listFirstPageSql), and so does a first search the plan walks, with the walk's cap from its sizes.
  * The gate of a collected page and the cap of a walk are rules written twice, in TypeScript
  * (collectsFirstPage, walkCap) and in SQL (collectsFirstPageSql, walkCapSql): each pair is fed the
- * same random sizes and must agree. Then first searches of a clinic of 10,500 studies and patients, with few matches and
- * many, on shallow and deep pages and for every role, must give the page and total the database
- * gives.
+ * same random sizes and must agree. Then first searches of a clinic of 10,500 studies and
+ * patients, with few matches and many, on shallow and deep pages and for every role, must give the
+ * page and total the database gives.
  */
 import { collectsFirstPage, collectsFirstPageSql, DIRECT_OFFSET_MAX, walkCap, walkCapSql } from '../../src/database/list';
 import { Prng } from '../fuzz/support/prng';
