@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import * as bcrypt from 'bcrypt';
 import { randomBytes } from 'crypto';
 import { availableParallelism } from 'os';
+import { OrderedGate } from '../concurrency/ordered-gate';
 
 /** bcrypt cost of every stored password (about 100-300 ms of one core's time). */
 export const PASSWORD_COST = 12;
@@ -15,26 +16,6 @@ export function bcryptCostOf(hash: string): number | null {
   return match ? Number(match[1]) : null;
 }
 
-/** Runs at most `limit` tasks at once; the others wait in arrival order. */
-class Gate {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.running++;
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-    }
-  }
-}
-
 /**
  * Hashes and verifies passwords with native bcrypt on libuv's thread pool, never on the event loop
  * (bcryptjs at cost 12 held the loop for about 250 ms a login: a burst of sign-ins stopped every
@@ -44,7 +25,7 @@ class Gate {
  */
 @Injectable()
 export class PasswordHasher implements OnModuleInit {
-  private readonly gate = new Gate(Math.max(1, availableParallelism()));
+  private readonly gate = new OrderedGate(Math.max(1, availableParallelism()));
   private dummy?: Promise<string>;
 
   /** The dummy hash is ready before the first sign-in of an unknown email. */

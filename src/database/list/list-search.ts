@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { performance } from 'perf_hooks';
 import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
   collectsFirstPage,
@@ -145,27 +146,29 @@ export class ListSearch {
     offset: number,
     limit: number,
   ): Promise<{ rows: Row[]; total: number }> {
+    // Every statement of this page waits for its turn as of now (PreparedQueries.query).
+    const since = performance.now();
     const seen = this.totals.lastSizes(query.key);
     if (seen && seen.matches > offset) {
       const kept = this.totals.keptPage(query.key, offset, limit);
       if (kept) {
-        const rows = await this.readKept<Row>(query, kept);
+        const rows = await this.readKept<Row>(query, kept, since);
         if (rows) {
-          const sizes = await this.sizes(query, rows[0], seen.indexed);
+          const sizes = await this.sizes(query, rows[0], seen.indexed, since);
           return { rows, total: sizes.matches };
         }
       }
       const q = new SqlParams();
       const plan = planOf(seen, offset, limit);
-      const rows = await this.read<Row & SearchMeta>(query, q, plan, seen, this.metaColumns(query, q), offset, limit);
+      const rows = await this.read<Row & SearchMeta>(query, q, plan, seen, this.metaColumns(query, q), offset, limit, since);
       if (rows.length > 0) {
-        const sizes = await this.sizes(query, rows[0], seen.indexed);
-        const page = await this.complete(query, plan, sizes, rows, offset, limit);
+        const sizes = await this.sizes(query, rows[0], seen.indexed, since);
+        const page = await this.complete(query, plan, sizes, rows, offset, limit, since);
         this.keepPage(query, offset, limit, rows[0]._version, page);
         return { rows: page, total: sizes.matches };
       }
     }
-    const { sizes, version, collected, walked } = await this.first<Row>(query, offset, limit, !seen);
+    const { sizes, version, collected, walked } = await this.first<Row>(query, offset, limit, !seen, since);
     if (sizes.matches <= offset) return { rows: [], total: sizes.matches };
     let page = collected;
     if (!page) {
@@ -173,8 +176,8 @@ export class ListSearch {
       const rows =
         plan === 'walk' && walked
           ? walked
-          : await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit);
-      page = await this.complete(query, plan, sizes, rows, offset, limit);
+          : await this.read<Row>(query, new SqlParams(), plan, sizes, 'NULL AS _total', offset, limit, since);
+      page = await this.complete(query, plan, sizes, rows, offset, limit, since);
     }
     this.keepPage(query, offset, limit, version, page);
     return { rows: page, total: sizes.matches };
@@ -190,7 +193,7 @@ export class ListSearch {
    * A kept page read again by id, with the scope's version: its rows, or null when the version has
    * moved since (or a row is gone, which moves it too), and the search must run.
    */
-  private async readKept<Row>(query: ListSearchQuery, kept: KeptPage): Promise<Array<Row & SearchMeta> | null> {
+  private async readKept<Row>(query: ListSearchQuery, kept: KeptPage, since: number): Promise<Array<Row & SearchMeta> | null> {
     const p = new SqlParams();
     const meta = this.metaColumns(query, p);
     // Planned once: no LIMIT, and its plan (the page's rows by primary key) holds for any ids.
@@ -198,6 +201,7 @@ export class ListSearch {
       listPageByIdsSql(query.spec, query.conditions(p, false), meta, p, kept.ids),
       p.values,
       'generic',
+      since,
     );
     return rows.length === kept.count && rows[0]._version === kept.version ? rows : null;
   }
@@ -222,6 +226,7 @@ export class ListSearch {
     extra: string,
     offset: number,
     limit: number,
+    since: number,
   ): Promise<Row[]> {
     const { spec } = query;
     if (plan === 'index') {
@@ -230,6 +235,7 @@ export class ListSearch {
         listPageSql(spec, searchWhere(query, p, 'index'), extra, p, offset, limit, true, once),
         p.values,
         once ? 'generic' : 'custom',
+        since,
       );
     }
     const { scope, match } = walkConditions(query, p);
@@ -238,6 +244,7 @@ export class ListSearch {
       listWalkPageSql(spec, scope, match, extra, p, offset, limit, cap),
       p.values,
       walkPlannedOnce(query) ? 'generic' : 'custom',
+      since,
     );
   }
 
@@ -253,6 +260,7 @@ export class ListSearch {
     rows: Row[],
     offset: number,
     limit: number,
+    since: number,
   ): Promise<Row[]> {
     const wanted = Math.min(limit, sizes.matches - offset);
     if (plan === 'index' || rows.length >= wanted) return rows;
@@ -261,7 +269,7 @@ export class ListSearch {
       const wider = widerWalkCap(cap, sizes.matches, sizes.walked, COVERED_WALK_ROWS_PER_MATCH);
       if (wider === null) break;
       const reached: SearchSizes = { ...sizes, reach: reachOf(wider, offset, limit) };
-      const again = await this.read<Row>(query, new SqlParams(), 'walk', reached, 'NULL AS _total', offset, limit);
+      const again = await this.read<Row>(query, new SqlParams(), 'walk', reached, 'NULL AS _total', offset, limit, since);
       if (again.length >= wanted) {
         this.totals.rememberSizes(query.key, reached);
         return again;
@@ -270,7 +278,7 @@ export class ListSearch {
     }
     const bunched: SearchSizes = { ...sizes, bunched: true, reach: undefined };
     this.totals.rememberSizes(query.key, bunched);
-    return this.read(query, new SqlParams(), planOf(bunched, offset, limit), bunched, 'NULL AS _total', offset, limit);
+    return this.read(query, new SqlParams(), planOf(bunched, offset, limit), bunched, 'NULL AS _total', offset, limit, since);
   }
 
   /**
@@ -294,6 +302,7 @@ export class ListSearch {
     offset: number,
     limit: number,
     fresh: boolean,
+    since: number,
   ): Promise<{ sizes: SearchSizes; version: string; collected: Row[] | null; walked: Row[] | null }> {
     const p = new SqlParams();
     const counters = query.counters(p);
@@ -315,6 +324,7 @@ export class ListSearch {
       once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk) : sizesSql,
       p.values,
       'generic',
+      since,
     );
     const [row] = rows;
     const matches = Number(row._total);
@@ -330,7 +340,7 @@ export class ListSearch {
   }
 
   /** The exact total at the version in `meta` (kept, or counted now), as the search's sizes, remembered. */
-  private async sizes(query: ListSearchQuery, meta: SearchMeta, indexed: boolean): Promise<SearchSizes> {
+  private async sizes(query: ListSearchQuery, meta: SearchMeta, indexed: boolean, since: number): Promise<SearchSizes> {
     const total = await this.totals.cached(query.key, meta._version, async () => {
       const q = new SqlParams();
       const where = searchWhere(query, q, searchCountPlan(Number(meta._walked), indexed));
@@ -338,6 +348,7 @@ export class ListSearch {
         `SELECT ${countOver(query, where, q)} AS total, ${query.counters(q).version} AS version`,
         q.values,
         'generic',
+        since,
       );
       return { total: Number(row.total), version: row.version };
     });
