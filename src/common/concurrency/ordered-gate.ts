@@ -11,8 +11,8 @@ interface Waiter {
  * began (`since`, a performance.now() time; by default, when they asked), the earliest first, and
  * equals in the order they asked: a request's second statement goes before the first statements of
  * requests that came after it, so a request that needs three statements waits about once behind
- * the others, not three times. A task that waits longer than `timeoutMs` (when given; checked every fifth of it) is not
- * run: `run` rejects with `timeoutMessage`.
+ * the others, not three times. A task that waits longer than `timeoutMs` (when given; checked
+ * every fifth of it) is not run: `run` rejects with `timeoutMessage`.
  */
 export class OrderedGate {
   private running = 0;
@@ -48,7 +48,7 @@ export class OrderedGate {
       let at = this.waiting.length;
       while (at > 0 && this.waiting[at - 1].since > since) at--;
       this.waiting.splice(at, 0, { since, asked: performance.now(), grant, refuse });
-      if (this.timeoutMs > 0) this.sweeper ??= setInterval(() => this.refuseLate(), this.sweepMs).unref();
+      if (this.timeoutMs > 0) this.sweeper ??= setInterval(() => this.refuseLate(), Math.max(1, this.timeoutMs / 5)).unref();
     });
   }
 
@@ -68,9 +68,5 @@ export class OrderedGate {
       clearInterval(this.sweeper);
       this.sweeper = undefined;
     }
-  }
-
-  private get sweepMs(): number {
-    return Math.max(1, Math.floor(this.timeoutMs / 5));
   }
 }

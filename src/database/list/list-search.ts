@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { performance } from 'perf_hooks';
 import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import {
   collectsFirstPage,

@@ -49,8 +49,7 @@ export type PlanMode = 'generic' | 'custom';
 @Injectable()
 export class PreparedQueries implements OnModuleDestroy {
   private readonly names = new Map<string, string>();
-  private generic?: Pool;
-  private genericTurns?: OrderedGate;
+  private generic?: { pool: Pool; turns: OrderedGate };
   private readonly logger = new Logger(PreparedQueries.name);
 
   constructor(@InjectDataSource() private readonly db: DataSource) {}
@@ -63,23 +62,25 @@ export class PreparedQueries implements OnModuleDestroy {
   async query<T>(text: string, values: unknown[], plans: PlanMode = 'custom', since?: number): Promise<T[]> {
     const config = { name: this.nameOf(text), text, values };
     if (plans === 'custom') return (await this.master().query(config)).rows as T[];
-    const pool = this.genericPool();
-    const turns = this.genericTurns as OrderedGate;
+    const { pool, turns } = this.genericPool();
     return (await turns.run(() => pool.query(config), since)).rows as T[];
   }
 
   async onModuleDestroy(): Promise<void> {
-    const pool = this.generic;
+    const generic = this.generic;
     this.generic = undefined;
-    await pool?.end();
+    await generic?.pool.end();
   }
 
   private master(): Pool {
     return (this.db.driver as PostgresDriver).master as Pool;
   }
 
-  /** TypeORM's connection settings (URL, timeouts, startup options), generic plans added. */
-  private genericPool(): Pool {
+  /**
+   * The pool on TypeORM's connection settings (URL, timeouts, startup options), generic plans
+   * added, and the turns its statements wait for.
+   */
+  private genericPool(): { pool: Pool; turns: OrderedGate } {
     if (this.generic) return this.generic;
     const settings = this.master().options as Pool['options'] & { options?: string };
     const pool = new Pool({
@@ -91,13 +92,13 @@ export class PreparedQueries implements OnModuleDestroy {
     pool.on('error', (error) => this.logger.warn(`generic-plan pool: ${error.message}`));
     // The statements wait here, never in the pool, for as long as the pool would have let them and
     // with its message (a 503 to retry, isDependencyDown).
-    this.genericTurns = new OrderedGate(
+    const turns = new OrderedGate(
       GENERIC_CONNECTIONS,
       settings.connectionTimeoutMillis ?? 0,
       'timeout exceeded when trying to connect',
     );
-    this.generic = pool;
-    return pool;
+    this.generic = { pool, turns };
+    return this.generic;
   }
 
   private nameOf(text: string): string | undefined {
