@@ -18,6 +18,7 @@ import { Client, Pool } from 'pg';
 import slugify from 'slugify';
 import { openDataSource } from '../src/database/data-source-options';
 import { PIECE_COUNT_TABLES, pieceCountsTable } from '../src/database/migration-sql/piece-count-triggers';
+import { PIECE_PAGES_TABLE } from '../src/database/migration-sql/piece-page-triggers';
 import { DEFAULT_BENCH_DATABASE, databaseUrl, poolWithSettings, quoteIdent, seconds } from './lib/db';
 import {
   CITIES,
@@ -33,8 +34,8 @@ import {
 } from './lib/names';
 import { afterLoad, beforeLoad } from './lib/seed-hooks';
 
-// The search's piece count tables, vacuumed and listed with the others.
-const PIECE_COUNTS = PIECE_COUNT_TABLES.map(pieceCountsTable);
+// The search's piece count tables and kept first pages, vacuumed and listed with the others.
+const PIECE_COUNTS = [...PIECE_COUNT_TABLES.map(pieceCountsTable), PIECE_PAGES_TABLE];
 
 export const BENCH_PASSWORD = 'bench-password';
 export const RESULTS_DIR = join(__dirname, 'results');
@@ -574,7 +575,7 @@ async function main(): Promise<void> {
       return ids;
     });
 
-    await step('after-load hooks (counters, search piece counts)', () => afterLoad(db));
+    await step('after-load hooks (counters, search piece counts and pages)', () => afterLoad(db));
     await step('vacuum analyze', () =>
       runParallel(
         db,

@@ -62,3 +62,28 @@ export function patientCountsOnUpdateSql(edited: string[], replace = false): str
         RETURN NULL;
       END $$`;
 }
+
+// The body of rebuild_list_counts() as ListCounters created it.
+const REBUILD_LIST_COUNTS = `
+        -- Writers wait while the recount runs, so the result is exact.
+        LOCK TABLE studies, patients IN SHARE MODE;
+        DELETE FROM study_counts;
+        INSERT INTO study_counts (tenant_id, unit_id, studies, version)
+        SELECT tenant_id, unit_id, count(*), nextval('list_counts_version')
+          FROM studies GROUP BY tenant_id, unit_id;
+        DELETE FROM patient_counts;
+        INSERT INTO patient_counts (tenant_id, patients, version)
+        SELECT tenant_id, count(*), nextval('list_counts_version') FROM patients GROUP BY tenant_id;
+`;
+
+/**
+ * rebuild_list_counts() (ListCounters), which bulk loads call after loading with triggers off: the
+ * list counters recounted, then each function of `then` performed (what later migrations keep).
+ */
+export function rebuildListCountsSql(then: string[]): string {
+  return `
+      CREATE OR REPLACE FUNCTION rebuild_list_counts() RETURNS void LANGUAGE plpgsql AS $$
+      BEGIN
+        ${REBUILD_LIST_COUNTS}${then.map((f) => `\n        PERFORM ${f}();`).join('')}
+      END $$`;
+}

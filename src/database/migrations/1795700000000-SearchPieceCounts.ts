@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { rebuildListCountsSql } from '../migration-sql/list-counter-triggers';
 import {
   dropPieceCountTriggersSql,
   PATIENT_PIECE_COUNTS,
@@ -36,18 +37,6 @@ import {
  * No foreign keys: a row-level check per upserted piece would cost more than the upsert, and a
  * deleted tenant or unit deletes its studies, whose trigger brings the counts to zero.
  */
-// The body of rebuild_list_counts() as ListCounters created it (restored by down()).
-const REBUILD_LIST_COUNTS = `
-        -- Writers wait while the recount runs, so the result is exact.
-        LOCK TABLE studies, patients IN SHARE MODE;
-        DELETE FROM study_counts;
-        INSERT INTO study_counts (tenant_id, unit_id, studies, version)
-        SELECT tenant_id, unit_id, count(*), nextval('list_counts_version')
-          FROM studies GROUP BY tenant_id, unit_id;
-        DELETE FROM patient_counts;
-        INSERT INTO patient_counts (tenant_id, patients, version)
-        SELECT tenant_id, count(*), nextval('list_counts_version') FROM patients GROUP BY tenant_id;
-`;
 
 /**
  * The pieces of one word (`word`, `len`) appended to `pieces`: every substring of 3 or 4
@@ -132,23 +121,14 @@ export class SearchPieceCounts1795700000000 implements MigrationInterface {
     await q.query(rebuildPieceCountsSql(PIECE_COUNTS));
     // rebuild_list_counts() (ListCounters), which bulk loads call after loading with triggers off,
     // now recounts the pieces too.
-    await q.query(`
-      CREATE OR REPLACE FUNCTION rebuild_list_counts() RETURNS void LANGUAGE plpgsql AS $$
-      BEGIN
-        ${REBUILD_LIST_COUNTS}
-        PERFORM rebuild_search_piece_counts();
-      END $$`);
+    await q.query(rebuildListCountsSql(['rebuild_search_piece_counts']));
     await q.query(`SELECT rebuild_search_piece_counts()`);
     await q.query(`ANALYZE study_piece_counts`);
     await q.query(`ANALYZE patient_piece_counts`);
   }
 
   public async down(q: QueryRunner): Promise<void> {
-    await q.query(`
-      CREATE OR REPLACE FUNCTION rebuild_list_counts() RETURNS void LANGUAGE plpgsql AS $$
-      BEGIN
-        ${REBUILD_LIST_COUNTS}
-      END $$`);
+    await q.query(rebuildListCountsSql([]));
     await q.query(`DROP FUNCTION rebuild_search_piece_counts()`);
     for (const t of PIECE_COUNTS) {
       for (const sql of dropPieceCountTriggersSql(t)) await q.query(sql);
