@@ -6,6 +6,7 @@ import {
   DIRECT_OFFSET_MAX,
   listCountSql,
   listFirstPageSql,
+  listKeptPageSql,
   listMatchesCountSql,
   listPageSql,
   plannedOnce,
@@ -205,7 +206,9 @@ describe('list SQL', () => {
     const sql = listFirstPageSql(SPEC, 'SELECT 1', 't.x = $1', 30, 15).replace(/\s+/g, ' ');
     // The matches are collected once, with their order, for the count and the page.
     expect(sql).toMatch(/^WITH _matches AS MATERIALIZED \(SELECT t\.id, t\.name FROM things t WHERE t\.x = \$1\) SELECT /);
-    expect(sql).toContain('FROM (SELECT 1 OFFSET 0) m LEFT JOIN LATERAL (SELECT t.id FROM _matches t WHERE (m._indexed AND');
+    expect(sql).toContain(
+      'FROM (SELECT z.*, FALSE AS _kept FROM (SELECT 1 OFFSET 0) z OFFSET 0) m LEFT JOIN LATERAL (SELECT t.id FROM _matches t WHERE ((m._indexed AND',
+    );
     expect(sql).toContain('ORDER BY t.name ASC, t.id ASC LIMIT 15 OFFSET 30) page ON TRUE');
     expect(sql).toContain('LEFT JOIN things t ON t.id = page.id ORDER BY t.name ASC, t.id ASC');
     expect(listMatchesCountSql).toBe('(SELECT count(*) FROM _matches)');
@@ -221,7 +224,7 @@ describe('list SQL', () => {
       scope: 't.tenant_id = $2',
       match: 't.search_text LIKE $3',
     }).replace(/\s+/g, ' ');
-    const gate = collectsFirstPageSql('m', 30, 15).replace(/\s+/g, ' ');
+    const gate = `(${collectsFirstPageSql('m', 30, 15).replace(/\s+/g, ' ')})`;
     const cap = walkCapSql('m._total', 'm._walked', 30, 15).replace(/\s+/g, ' ');
     expect(sql).toContain(
       `LEFT JOIN LATERAL ((SELECT t.id FROM _matches t WHERE ${gate} ORDER BY t.name ASC, t.id ASC LIMIT 15 OFFSET 30) UNION ALL (`,
@@ -233,6 +236,37 @@ describe('list SQL', () => {
     expect(cap).toBe(
       'greatest(2000, CASE WHEN m._walked <= 10000 THEN m._walked ELSE 0 END, ceil(4 * ((45 * m._walked)::float8 / greatest(1, m._total)::float8) - 1e-6))::bigint',
     );
+  });
+
+  it("reads a tenant's kept first page of a one-piece fragment, gated on its total, where it would collect or walk", () => {
+    const spec: ListSpec = {
+      ...SPEC,
+      piecePages: {
+        ids: (tenant, piece, limit, offset) =>
+          `SELECT k.thing_id AS id FROM kept k WHERE k.tenant_id = ${tenant} AND k.piece = ${piece} LIMIT ${limit} OFFSET ${offset}`,
+        rows: 15,
+        minMatches: 50,
+      },
+    };
+    const p = new SqlParams();
+    const kept = listKeptPageSql(spec, 't1', 'silva', p, 0, 15);
+    expect(kept?.gate('z._total')).toBe('(coalesce(search_piece($1), search_tenant_piece($1)) IS NOT NULL AND z._total >= 50)');
+    expect(p.values).toEqual(['silva', 't1']);
+    const sql = listFirstPageSql(spec, 'SELECT 1', 't.x = $1', 0, 15, { scope: 'TRUE', match: 'TRUE' }, kept).replace(
+      /\s+/g,
+      ' ',
+    );
+    expect(sql).toContain(
+      'FROM (SELECT z.*, (coalesce(search_piece($1), search_tenant_piece($1)) IS NOT NULL AND z._total >= 50) AS _kept',
+    );
+    expect(sql).toContain('FROM _matches t WHERE (NOT m._kept AND (m._indexed AND');
+    expect(sql).toContain('AND NOT m._kept AND m._total > 0 ORDER BY');
+    expect(sql).toContain(
+      'UNION ALL (SELECT k.id FROM (SELECT k.thing_id AS id FROM kept k WHERE k.tenant_id = $2 AND k.piece = coalesce(search_piece($1), search_tenant_piece($1)) LIMIT 15 OFFSET 0) k WHERE m._kept)) page ON TRUE',
+    );
+    // Past the kept rows, or for a list that keeps none, no kept page.
+    expect(listKeptPageSql(spec, 't1', 'silva', new SqlParams(), 15, 15)).toBeNull();
+    expect(listKeptPageSql(SPEC, 't1', 'silva', new SqlParams(), 0, 15)).toBeNull();
   });
 
   it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {

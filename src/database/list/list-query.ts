@@ -48,6 +48,18 @@ export interface ListSpec {
    * order index, a walk never leaves it. The patients list walks its name order directly.
    */
   walkColumns?: string;
+  /**
+   * A list's kept first pages of one-piece fragments per tenant (SearchPiecePages), which a tenant's
+   * first search of such a fragment reads instead of finding its page (listFirstPageSql `kept`):
+   * `ids(tenant, piece, limit, offset)` the SQL of a page's ids in list order, named as the id
+   * column, for a tenant and a piece (SQL expressions); `rows` how many a page holds at least,
+   * `minMatches` from how many matches in the tenant a piece has one.
+   */
+  piecePages?: {
+    ids: (tenant: string, piece: string, limit: number, offset: number) => string;
+    rows: number;
+    minMatches: number;
+  };
 }
 
 /** The name of the spec's id column in its rows: `id` for `s.id`. */
@@ -330,6 +342,38 @@ const WALK_CAP_FACTOR = 4;
 const WALK_CAP_MIN = 2_000;
 
 /**
+ * The one piece a search fragment is, the first of the piece kinds listSearchCountSql reads, or
+ * NULL: a SQL expression.
+ */
+export function searchPieceSql(search: string, p: SqlParams): string {
+  const fragment = p.add(search);
+  return `coalesce(search_piece(${fragment}), search_tenant_piece(${fragment}))`;
+}
+
+/**
+ * A tenant's kept first page of a one-piece fragment (ListSpec.piecePages), for listFirstPageSql:
+ * `gate`, a boolean SQL expression on the first search's total (`total`: SQL) telling whether the
+ * page is kept (the fragment is a piece with enough matches), and `ids` the SQL of the page's ids.
+ * Null when the list keeps no such pages or the page asked is past their rows.
+ */
+export function listKeptPageSql(
+  spec: ListSpec,
+  tenantId: string,
+  search: string,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+): { gate: (total: string) => string; ids: string } | null {
+  const pages = spec.piecePages;
+  if (!pages || offset + limit > pages.rows) return null;
+  const piece = searchPieceSql(search, p);
+  return {
+    gate: (total) => `(${piece} IS NOT NULL AND ${total} >= ${pages.minMatches})`,
+    ids: pages.ids(p.add(tenantId), piece, limit, offset),
+  };
+}
+
+/**
  * One page in list order, with `extra` (scalar subqueries: a total, counters) on every row. Shallow
  * pages are one scan in list order; deeper ones find the page's ids first (an index-only scan of the
  * scope's order index, however deep) and read only those rows whole. `unindexedOrder` sorts by an
@@ -390,30 +434,38 @@ export function listFirstPageSql(
   offset: number,
   limit: number,
   walk?: WalkConditions,
+  kept?: { gate: (total: string) => string; ids: string } | null,
 ): string {
   const { id } = spec;
   const column = idColumn(spec);
   const alias = tableAlias(spec);
-  const collects = collectsFirstPageSql('m', offset, limit);
+  // A kept page (`m._kept`) is read as it is; else collected, or walked.
+  const unkept = kept ? 'NOT m._kept AND ' : '';
+  const collects = `(${unkept}${collectsFirstPageSql('m', offset, limit)})`;
   const collected = `SELECT ${id} FROM ${FIRST_MATCHES} ${alias}
                                 WHERE ${collects}
                                 ORDER BY ${spec.order} LIMIT ${constantBound(limit)} OFFSET ${constantBound(offset)}`;
   // The walk where the page is there and not collected, its cap from the sizes.
-  const page = walk
+  const found = walk
     ? `(${collected})
                                UNION ALL
                                (${walkIdsSql(
                                  spec,
-                                 `${walk.scope} AND NOT ${collects} AND m._total > ${constantBound(offset)}`,
+                                 `${walk.scope} AND NOT ${collects} AND ${unkept}m._total > ${constantBound(offset)}`,
                                  walk.match,
                                  walkCapSql('m._total', 'm._walked', offset, limit),
                                  constantBound(limit),
                                  constantBound(offset),
                                )})`
     : collected;
+  const page = kept
+    ? `(${found})
+                               UNION ALL
+                               (SELECT k.${column} FROM (${kept.ids}) k WHERE m._kept)`
+    : found;
   return `WITH ${FIRST_MATCHES} AS MATERIALIZED (SELECT ${spec.orderColumns} FROM ${spec.from} WHERE ${where})
-          SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total
-            FROM (${sizes} OFFSET 0) m
+          SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total, m._kept
+            FROM (SELECT z.*, ${kept ? kept.gate('z._total') : 'FALSE'} AS _kept FROM (${sizes} OFFSET 0) z OFFSET 0) m
             LEFT JOIN LATERAL (${page}) page ON TRUE
             LEFT JOIN ${spec.from} ON ${id} = page.${column}
            ORDER BY ${spec.order}`;

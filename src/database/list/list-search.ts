@@ -6,6 +6,7 @@ import {
   idColumn,
   listCountSql,
   listFirstPageSql,
+  listKeptPageSql,
   listMatchesCountSql,
   ListSpec,
   listPageByIdsSql,
@@ -51,6 +52,11 @@ export interface ListSearchQuery {
    * (searchCountByPlanSql). A list with piece counts takes them where they hold (listSearchCountSql).
    */
   count: (counted: string, p: SqlParams) => string;
+  /**
+   * The tenant whose kept first pages (ListSpec.piecePages) the search's first page may come from:
+   * set when the conditions are that whole tenant and nothing else, as the pages are kept.
+   */
+  piecePagesTenant?: string;
 }
 
 /** A page row with the scope's version and size, read with a repeated search's page. */
@@ -63,10 +69,11 @@ interface SearchMeta {
 interface FirstSizes extends SearchMeta {
   _indexed: boolean;
   _total: string;
+  _kept: boolean;
 }
 
 /** The columns ListSearch adds to a page's rows: whoever maps rows to responses leaves them out. */
-export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_indexed', '_total'] as const;
+export const LIST_SEARCH_COLUMNS = ['_version', '_walked', '_indexed', '_total', '_kept'] as const;
 
 /**
  * The list's conditions with the fragment, for a plan. Through the search index, a tenant's or a
@@ -293,8 +300,10 @@ export class ListSearch {
    * `walked`, its rows as a walk of walkCap's rows gives them (a walk that came back short has fewer:
    * ListSearch.complete goes on from there). Read by a statement of its own, the walk's page waited
    * for a connection a second time: walked first searches were a fifth of the typed stream's and
-   * about half of its slowest one in a hundred (bench/README.md, "Fourteenth round"). Else both are null
-   * and the page is read by its plan.
+   * about half of its slowest one in a hundred (bench/README.md, "Fourteenth round"). A tenant's
+   * search (`piecePagesTenant`) of a fragment that is one piece with enough matches reads the page
+   * kept for it instead (listKeptPageSql, SearchPiecePages): as `collected`, where it would collect
+   * or walk. Else both are null and the page is read by its plan.
    */
   private async first<Row>(
     query: ListSearchQuery,
@@ -319,8 +328,10 @@ export class ListSearch {
                       ${searchIndexedSql(query.search, p)} AS _indexed OFFSET 0) m`;
     // The walk's statement is planned once too (walkPlannedOnce), and its page is shallow here.
     const walk = once && fresh && walkPlannedOnce(query) ? walkConditions(query, p) : undefined;
+    const tenant = query.piecePagesTenant;
+    const kept = once && tenant ? listKeptPageSql(query.spec, tenant, query.search, p, offset, limit) : null;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
-      once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk) : sizesSql,
+      once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk, kept) : sizesSql,
       p.values,
       'generic',
       since,
@@ -330,6 +341,12 @@ export class ListSearch {
     const walked = Number(row._walked);
     this.totals.keep(query.key, row._version, matches);
     const sizes = this.remember(query.key, matches, walked, row._indexed);
+    if (row._kept === true) {
+      // A kept page is its piece's first studies; one that did not come whole (none should) is
+      // read by the plan instead.
+      const whole = rows.length === Math.min(limit, matches - offset) && rows.every((r) => idOf(query, r) !== null);
+      return { sizes, version: row._version, collected: whole ? rows : null, walked: null };
+    }
     // The rule is the SQL's too; a page that did not come (no id) is read by its plan instead.
     const collects = collectsFirstPage(matches, walked, row._indexed, offset, limit);
     const collected = collects && idOf(query, row) ? rows : null;
