@@ -88,9 +88,6 @@ export const PIECE_PAGE_FUNCTIONS_SQL: string[] = [
      DECLARE
        page record;
        rows int;
-       last_date date;
-       last_created timestamptz;
-       last_id uuid;
      BEGIN
        IF cardinality(gone) = 0 AND cardinality(came) = 0 THEN
          RETURN;
@@ -123,8 +120,11 @@ export const PIECE_PAGE_FUNCTIONS_SQL: string[] = [
          IF page.gone_ids IS NOT NULL THEN
            DELETE FROM ${PIECE_PAGES_TABLE}
             WHERE tenant_id = page.tenant_id AND piece = page.piece AND study_id = ANY(page.gone_ids);
+           SELECT count(*) INTO rows FROM ${PIECE_PAGES_TABLE} WHERE tenant_id = page.tenant_id AND piece = page.piece;
+         ELSE
+           -- Only studies came: the page is whole, unless the piece had too few matches before them.
+           rows := CASE WHEN page.matches - cardinality(page.came_ids) < ${PIECE_PAGE_MIN_MATCHES} THEN 0 END;
          END IF;
-         SELECT count(*) INTO rows FROM ${PIECE_PAGES_TABLE} WHERE tenant_id = page.tenant_id AND piece = page.piece;
          IF rows < ${PIECE_PAGE_ROWS} THEN
            -- The studies are this statement's: the refilled page has whichever came that belong on it.
            DELETE FROM ${PIECE_PAGES_TABLE} WHERE tenant_id = page.tenant_id AND piece = page.piece;
@@ -134,13 +134,13 @@ export const PIECE_PAGE_FUNCTIONS_SQL: string[] = [
          CONTINUE WHEN page.came_ids IS NULL;
          -- A page is its piece's first studies up to its last row: a study ahead of that row is one
          -- of them, and one behind it may have others before it.
-         SELECT q.study_date, q.created_at, q.study_id INTO last_date, last_created, last_id
-           FROM ${PIECE_PAGES_TABLE} q WHERE q.tenant_id = page.tenant_id AND q.piece = page.piece
-          ORDER BY q.study_date, q.created_at, q.study_id LIMIT 1;
          INSERT INTO ${PIECE_PAGES_TABLE} (tenant_id, piece, study_date, created_at, study_id)
          SELECT page.tenant_id, page.piece, c.study_date, c.created_at, c.id
            FROM unnest(page.came_dates, page.came_created, page.came_ids) c(study_date, created_at, id)
-          WHERE (c.study_date, c.created_at, c.id) > (last_date, last_created, last_id)
+          WHERE (c.study_date, c.created_at, c.id) > (
+                  SELECT q.study_date, q.created_at, q.study_id FROM ${PIECE_PAGES_TABLE} q
+                   WHERE q.tenant_id = page.tenant_id AND q.piece = page.piece
+                   ORDER BY q.study_date, q.created_at, q.study_id LIMIT 1)
          ON CONFLICT DO NOTHING;
          IF FOUND THEN
            DELETE FROM ${PIECE_PAGES_TABLE}
