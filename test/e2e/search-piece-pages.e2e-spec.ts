@@ -208,4 +208,29 @@ describe('kept first pages of one-piece fragments', () => {
     await db.query(`SELECT rebuild_list_counts()`);
     await expectPagesExact('rebuilt');
   });
+
+  it("never shows a row a page names outside the caller's clinic: the page is read by the plan instead", async () => {
+    const [{ piece }] = await db.query(
+      `SELECT piece FROM ${PIECE_PAGES_TABLE} WHERE tenant_id = $1 AND piece = 'silva' LIMIT 1`,
+      [clinic.tenant.id],
+    );
+    const [{ id: foreign }] = await db.query(`SELECT id FROM studies WHERE tenant_id = $1 LIMIT 1`, [other.tenant.id]);
+    // As a page gone wrong would: the other clinic's study at the top of this clinic's page.
+    await db.query(
+      `INSERT INTO ${PIECE_PAGES_TABLE} (tenant_id, piece, study_date, created_at, study_id) VALUES ($1, $2, '2099-01-01', now(), $3)`,
+      [clinic.tenant.id, piece, foreign],
+    );
+    try {
+      const like: Array<{ id: string }> = await db.query(
+        `SELECT id FROM studies WHERE tenant_id = $1 AND search_text LIKE '%silva%'
+          ORDER BY study_date DESC, created_at DESC, id DESC LIMIT ${PIECE_PAGE_ROWS}`,
+        [clinic.tenant.id],
+      );
+      const res = await t.http.get('/api/studies', { token: clinic.adminToken, query: { search: 'SÍLVA' } });
+      expect(res.status).toBe(200);
+      expect(res.body.data.map((s: { id: string }) => s.id)).toEqual(like.map((r) => r.id));
+    } finally {
+      await db.query(`DELETE FROM ${PIECE_PAGES_TABLE} WHERE tenant_id = $1 AND study_id = $2`, [clinic.tenant.id, foreign]);
+    }
+  });
 });

@@ -350,26 +350,39 @@ export function searchPieceSql(search: string, p: SqlParams): string {
   return `coalesce(search_piece(${fragment}), search_tenant_piece(${fragment}))`;
 }
 
+/** A kept first page, as listFirstPageSql reads it (listKeptPageSql). */
+export interface KeptPageSql {
+  /** A boolean SQL expression on a first search's total (`total`: SQL): whether the page is kept. */
+  gate: (total: string) => string;
+  /** The SQL of the page's ids, named as the id column. */
+  ids: string;
+  /** The list's conditions (the caller's scope above all), tested on each row the page names. */
+  rows: string;
+}
+
 /**
  * A tenant's kept first page of a one-piece fragment (ListSpec.piecePages), for listFirstPageSql:
- * `gate`, a boolean SQL expression on the first search's total (`total`: SQL) telling whether the
- * page is kept (the fragment is a piece with enough matches), and `ids` the SQL of the page's ids.
- * Null when the list keeps no such pages or the page asked is past their rows.
+ * kept when the fragment is a piece with enough matches; its rows tested against `conditions` (the
+ * list's, with the scope), so a page that named a row the caller may not see would come back short
+ * and be read by the plan (ListSearch.first), never shown. Null when the list keeps no such pages or
+ * the page asked is past their rows.
  */
 export function listKeptPageSql(
   spec: ListSpec,
   tenantId: string,
   search: string,
+  conditions: string,
   p: SqlParams,
   offset: number,
   limit: number,
-): { gate: (total: string) => string; ids: string } | null {
+): KeptPageSql | null {
   const pages = spec.piecePages;
   if (!pages || offset + limit > pages.rows) return null;
   const piece = searchPieceSql(search, p);
   return {
     gate: (total) => `(${piece} IS NOT NULL AND ${total} >= ${pages.minMatches})`,
     ids: pages.ids(p.add(tenantId), piece, limit, offset),
+    rows: conditions,
   };
 }
 
@@ -434,7 +447,7 @@ export function listFirstPageSql(
   offset: number,
   limit: number,
   walk?: WalkConditions,
-  kept?: { gate: (total: string) => string; ids: string } | null,
+  kept?: KeptPageSql | null,
 ): string {
   const { id } = spec;
   const column = idColumn(spec);
@@ -467,7 +480,7 @@ export function listFirstPageSql(
           SELECT ${spec.columns}, m._version, m._walked, m._indexed, m._total, m._kept
             FROM (SELECT z.*, ${kept ? kept.gate('z._total') : 'FALSE'} AS _kept FROM (${sizes} OFFSET 0) z OFFSET 0) m
             LEFT JOIN LATERAL (${page}) page ON TRUE
-            LEFT JOIN ${spec.from} ON ${id} = page.${column}
+            LEFT JOIN ${spec.from} ON ${id} = page.${column}${kept ? ` AND ${kept.rows}` : ''}
            ORDER BY ${spec.order}`;
 }
 

@@ -329,7 +329,8 @@ export class ListSearch {
     // The walk's statement is planned once too (walkPlannedOnce), and its page is shallow here.
     const walk = once && fresh && walkPlannedOnce(query) ? walkConditions(query, p) : undefined;
     const tenant = query.piecePagesTenant;
-    const kept = once && tenant ? listKeptPageSql(query.spec, tenant, query.search, p, offset, limit) : null;
+    const kept =
+      once && tenant ? listKeptPageSql(query.spec, tenant, query.search, query.conditions(p, false), p, offset, limit) : null;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
       once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk, kept) : sizesSql,
       p.values,
@@ -342,8 +343,8 @@ export class ListSearch {
     this.totals.keep(query.key, row._version, matches);
     const sizes = this.remember(query.key, matches, walked, row._indexed);
     if (row._kept === true) {
-      // A kept page is its piece's first studies; one that did not come whole (none should) is
-      // read by the plan instead.
+      // A kept page is its piece's first studies; one that did not come whole (none should: a row
+      // gone, or outside the conditions) is read by the plan instead.
       const whole = rows.length === Math.min(limit, matches - offset) && rows.every((r) => idOf(query, r) !== null);
       return { sizes, version: row._version, collected: whole ? rows : null, walked: null };
     }
