@@ -141,6 +141,23 @@ describe('kept first pages of one-piece fragments', () => {
       });
     }
     expect(fromPages).toBeGreaterThan(0);
+
+    // Page 2 of a kept fragment, asked before its page 1 (a key not seen yet): past the kept rows,
+    // read by the plan.
+    const search = typed('sílva');
+    const second: Array<{ id: string }> = await db.query(
+      `SELECT id FROM studies WHERE tenant_id = $1 AND search_text LIKE '%silva%'
+        ORDER BY study_date DESC, created_at DESC, id DESC LIMIT ${PIECE_PAGE_ROWS} OFFSET ${PIECE_PAGE_ROWS}`,
+      [clinic.tenant.id],
+    );
+    const res = await t.http.get('/api/studies', { token: clinic.adminToken, query: { search, page: '2' } });
+    expect({ label, seed, search, status: res.status, ids: res.body.data?.map((s: { id: string }) => s.id) }).toEqual({
+      label,
+      seed,
+      search,
+      status: 200,
+      ids: second.map((r) => r.id),
+    });
   };
 
   beforeAll(async () => {

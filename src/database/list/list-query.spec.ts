@@ -249,7 +249,7 @@ describe('list SQL', () => {
       },
     };
     const p = new SqlParams();
-    const kept = listKeptPageSql(spec, 't1', 'silva', 't.tenant_id = $9', p, 0, 15);
+    const kept = listKeptPageSql(spec, 't1', 'silva', () => 't.tenant_id = $9', p, 0, 15);
     expect(kept?.gate('z._total')).toBe('(coalesce(search_piece($1), search_tenant_piece($1)) IS NOT NULL AND z._total >= 50)');
     expect(p.values).toEqual(['silva', 't1']);
     const sql = listFirstPageSql(spec, 'SELECT 1', 't.x = $1', 0, 15, { scope: 'TRUE', match: 'TRUE' }, kept).replace(
@@ -266,9 +266,12 @@ describe('list SQL', () => {
     );
     // Every row the page names is tested against the list's conditions.
     expect(sql).toContain('LEFT JOIN things t ON t.id = page.id AND t.tenant_id = $9 ORDER BY');
-    // Past the kept rows, or for a list that keeps none, no kept page.
-    expect(listKeptPageSql(spec, 't1', 'silva', 'TRUE', new SqlParams(), 15, 15)).toBeNull();
-    expect(listKeptPageSql(SPEC, 't1', 'silva', 'TRUE', new SqlParams(), 0, 15)).toBeNull();
+    // Past the kept rows, or for a list that keeps none, no kept page, and no parameter added.
+    const none = new SqlParams();
+    const conditions = (q: SqlParams) => `t.tenant_id = ${q.add('t1')}`;
+    expect(listKeptPageSql(spec, 't1', 'silva', conditions, none, 15, 15)).toBeNull();
+    expect(listKeptPageSql(SPEC, 't1', 'silva', conditions, none, 0, 15)).toBeNull();
+    expect(none.values).toEqual([]);
   });
 
   it('walks at most the cap of the scope in list order, testing only the walk columns, then reads the ids found', () => {

@@ -363,7 +363,7 @@ export interface KeptPageSql {
 /**
  * A tenant's kept first page of a one-piece fragment (ListSpec.piecePages), for listFirstPageSql:
  * kept when the fragment is a piece with enough matches; its rows tested against `conditions` (the
- * list's, with the scope), so a page that named a row the caller may not see would come back short
+ * list's, with the scope, added to `p`), so a page that named a row the caller may not see would come back short
  * and be read by the plan (ListSearch.first), never shown. Null when the list keeps no such pages or
  * the page asked is past their rows.
  */
@@ -371,18 +371,19 @@ export function listKeptPageSql(
   spec: ListSpec,
   tenantId: string,
   search: string,
-  conditions: string,
+  conditions: (p: SqlParams) => string,
   p: SqlParams,
   offset: number,
   limit: number,
 ): KeptPageSql | null {
   const pages = spec.piecePages;
+  // Nothing is added to `p` when there is no kept page: the statement would not name it.
   if (!pages || offset + limit > pages.rows) return null;
   const piece = searchPieceSql(search, p);
   return {
     gate: (total) => `(${piece} IS NOT NULL AND ${total} >= ${pages.minMatches})`,
     ids: pages.ids(p.add(tenantId), piece, limit, offset),
-    rows: conditions,
+    rows: conditions(p),
   };
 }
 

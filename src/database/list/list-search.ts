@@ -330,7 +330,9 @@ export class ListSearch {
     const walk = once && fresh && walkPlannedOnce(query) ? walkConditions(query, p) : undefined;
     const tenant = query.piecePagesTenant;
     const kept =
-      once && tenant ? listKeptPageSql(query.spec, tenant, query.search, query.conditions(p, false), p, offset, limit) : null;
+      once && tenant
+        ? listKeptPageSql(query.spec, tenant, query.search, (q) => query.conditions(q, false), p, offset, limit)
+        : null;
     const rows: Array<Row & FirstSizes> = await this.prepared.query(
       once ? listFirstPageSql(query.spec, sizesSql, indexWhere, offset, limit, walk, kept) : sizesSql,
       p.values,
