@@ -14,7 +14,7 @@ import {
   PreparedQueries,
   SqlParams,
 } from '../database/list';
-import { PIECE_PAGE_MIN_MATCHES, PIECE_PAGE_ROWS, PIECE_PAGES_TABLE } from '../database/migration-sql/piece-page-triggers';
+import { PIECE_PAGE_MIN_MATCHES, PIECE_PAGE_ROWS, piecePageIdsSql } from '../database/migration-sql/piece-page-triggers';
 
 export interface StudyFilter {
   search?: string;
@@ -81,14 +81,7 @@ export const STUDIES_LIST: ListSpec = {
   pieceCounts: { table: 'study_piece_counts', tenantTable: 'study_tenant_piece_counts', count: 'studies', perUnit: true },
   // All in the order indexes (StudyWalkIndexes migration).
   walkColumns: `${STUDY_ORDER_COLUMNS}, s.search_text`,
-  // A range of the pages' primary key, read backwards: the list order.
-  piecePages: {
-    ids: (tenant, piece, limit, offset) =>
-      `SELECT pg.study_id AS id FROM ${PIECE_PAGES_TABLE} pg WHERE pg.tenant_id = ${tenant} AND pg.piece = ${piece}
-        ORDER BY pg.study_date DESC, pg.created_at DESC, pg.study_id DESC LIMIT ${limit} OFFSET ${offset}`,
-    rows: PIECE_PAGE_ROWS,
-    minMatches: PIECE_PAGE_MIN_MATCHES,
-  },
+  piecePages: { ids: piecePageIdsSql, rows: PIECE_PAGE_ROWS, minMatches: PIECE_PAGE_MIN_MATCHES },
 };
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying

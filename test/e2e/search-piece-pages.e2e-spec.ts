@@ -32,8 +32,7 @@ const PAGE_DRIFT_SQL = `
       FROM (SELECT s.tenant_id, x.piece, s.id AS study_id,
                    row_number() OVER (PARTITION BY s.tenant_id, x.piece ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) AS n,
                    count(*) OVER (PARTITION BY s.tenant_id, x.piece) AS matches
-              FROM studies s,
-                   unnest(ARRAY(SELECT DISTINCT unnest(search_pieces(s.search_text) || search_tenant_pieces(s.search_text)))) x(piece)) r
+              FROM studies s, unnest(search_page_pieces(s.search_text)) x(piece)) r
      WHERE r.n <= ${PIECE_PAGE_KEPT_ROWS} AND r.matches >= ${PIECE_PAGE_MIN_MATCHES}),
   kept AS (
     SELECT tenant_id, piece, study_id,

@@ -63,7 +63,7 @@ export function patientCountsOnUpdateSql(edited: string[], replace = false): str
       END $$`;
 }
 
-// The body of rebuild_list_counts() as ListCounters created it.
+// The body of rebuild_list_counts(): the list counters recounted.
 const REBUILD_LIST_COUNTS = `
         -- Writers wait while the recount runs, so the result is exact.
         LOCK TABLE studies, patients IN SHARE MODE;
@@ -77,8 +77,9 @@ const REBUILD_LIST_COUNTS = `
 `;
 
 /**
- * rebuild_list_counts() (ListCounters), which bulk loads call after loading with triggers off: the
- * list counters recounted, then each function of `then` performed (what later migrations keep).
+ * rebuild_list_counts(), which bulk loads call after loading with triggers off: the list counters
+ * recounted (ListCounters), then each function of `then` performed (what later migrations keep:
+ * SearchPieceCounts, SearchPiecePages).
  */
 export function rebuildListCountsSql(then: string[]): string {
   return `

@@ -266,13 +266,9 @@ export const REBUILD_PIECE_PAGES_SQL = `
   END $$`;
 
 /**
- * The rows ${PIECE_PAGES_TABLE} holds when exact, from scratch and another way than the triggers
- * and the rebuild (for the tests): per tenant and piece with enough matches, its first studies.
+ * The ids of a kept page, `limit` of them from `offset`, named `id`, for a tenant and a piece (SQL
+ * expressions): a range of the pages' primary key read backwards, the list order.
  */
-export const EXPECTED_PIECE_PAGES_SQL = `
-  SELECT r.tenant_id, r.piece, r.study_date, r.created_at, r.id AS study_id
-    FROM (SELECT s.tenant_id, x.piece, s.study_date, s.created_at, s.id,
-                 row_number() OVER (PARTITION BY s.tenant_id, x.piece ORDER BY ${LIST_ORDER('s')}) AS n,
-                 count(*) OVER (PARTITION BY s.tenant_id, x.piece) AS matches
-            FROM studies s, unnest(search_page_pieces(s.search_text)) x(piece)) r
-   WHERE r.n <= ${PIECE_PAGE_KEPT_ROWS} AND r.matches >= ${PIECE_PAGE_MIN_MATCHES}`;
+export const piecePageIdsSql = (tenant: string, piece: string, limit: number, offset: number): string =>
+  `SELECT pg.study_id AS id FROM ${PIECE_PAGES_TABLE} pg WHERE pg.tenant_id = ${tenant} AND pg.piece = ${piece}
+    ORDER BY ${LIST_ORDER('pg', 'study_id')} LIMIT ${limit} OFFSET ${offset}`;

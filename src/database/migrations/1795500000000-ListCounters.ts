@@ -2,6 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import {
   PATIENT_VERSION_COLUMNS,
   patientCountsOnUpdateSql,
+  rebuildListCountsSql,
   STUDY_VERSION_COLUMNS,
   studyCountsOnUpdateSql,
 } from '../migration-sql/list-counter-triggers';
@@ -101,19 +102,7 @@ export class ListCounters1795500000000 implements MigrationInterface {
         RETURN NULL;
       END $$`);
 
-    await q.query(`
-      CREATE FUNCTION rebuild_list_counts() RETURNS void LANGUAGE plpgsql AS $$
-      BEGIN
-        -- Writers wait while the recount runs, so the result is exact.
-        LOCK TABLE studies, patients IN SHARE MODE;
-        DELETE FROM study_counts;
-        INSERT INTO study_counts (tenant_id, unit_id, studies, version)
-        SELECT tenant_id, unit_id, count(*), nextval('list_counts_version')
-          FROM studies GROUP BY tenant_id, unit_id;
-        DELETE FROM patient_counts;
-        INSERT INTO patient_counts (tenant_id, patients, version)
-        SELECT tenant_id, count(*), nextval('list_counts_version') FROM patients GROUP BY tenant_id;
-      END $$`);
+    await q.query(rebuildListCountsSql([]));
 
     for (const [event, fn, transition] of [
       ['INSERT', 'study_counts_on_insert', 'NEW TABLE AS new_rows'],
