@@ -44,8 +44,8 @@ import { INDEX_QUEUE, STUDY_QUEUE } from '../src/common/queues/queues.module';
 import { loadConfig } from '../src/config/environment';
 import { openDataSource } from '../src/database/data-source-options';
 import { ImgsrvClient } from '../src/imgsrv/imgsrv.client';
-import { sendWithStorescu, StudySpec, writeStudy, WrittenStudy } from '../test/support/dicom';
-import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../test/support/orthanc';
+import { sendWithStorescu, StudySpec, writeStudy, WrittenStudy } from '../scripts/stack/dicom';
+import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../scripts/stack/orthanc';
 import { databaseUrl, quoteIdent } from './lib/db';
 import { cpuMsOf } from './lib/processes';
 

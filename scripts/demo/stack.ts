@@ -1,6 +1,7 @@
 /**
  * `npm run demo` (after scripts/first-run.sh has installed and built what it needs): the whole
- * archive on this machine, on loopback, with demo data, for a first look.
+ * archive on this machine, on loopback, with demo data, for a first look. It runs from its source
+ * (ts-node, transpile only), so nothing built earlier can stand in for a file it needs.
  *
  *   API and worker       dist/src/main.js, dist/src/worker.js (the built service)
  *   Orthanc              docker/orthanc/orthanc.json and webhook.lua, storage in .local/orthanc
@@ -11,25 +12,32 @@
  * Everything it keeps lives in .local/ (git-ignored): the service's secrets (.local/secrets.json,
  * the file the API itself keeps outside production), the demo's passwords (.local/demo.json),
  * Orthanc's storage, logs. A second run reuses them (and the database), so it is quick and creates
- * nothing twice. Ctrl-C stops every process it started.
+ * nothing twice. A run without .local/demo.json starts afresh: a pacs_demo database left by an
+ * earlier demo holds accounts whose passwords went with that .local/, and studies whose images did.
+ * Ctrl-C stops every process it started.
+ *
+ * DEMO_CHECK=1: the same start, then what a doctor does first, through nginx (sign in, list the
+ * demo studies, open one image as the viewer does), one line with the verdict, every process it
+ * started stopped; exit 0 when all of it worked, else 1. `.ci/run` runs it.
  */
 import { ChildProcess, execFile, spawn } from 'child_process';
-import { randomBytes } from 'crypto';
+import { randomBytes, randomInt } from 'crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'fs';
 import * as net from 'net';
 import * as path from 'path';
-import { sendWithStorescu, writeStudy } from '../../test/support/dicom';
-import { fetchJson } from '../../test/support/http';
-import { renderNginxConfig } from '../../test/support/nginx';
-import { delay, getFreePort, terminate } from '../../test/support/orthanc';
+import { Client } from 'pg';
+import { API_NODE_FLAGS } from '../api-node-flags';
+import { DICOM_NETWORK_ENV } from '../dicom-network-env';
+import { sendWithStorescu, writeStudy } from '../stack/dicom';
+import { fetchJson } from '../stack/http';
+import { NGINX_BIN, renderNginxConfig } from '../stack/nginx';
+import { basicAuth, delay, ORTHANC_BIN, terminate } from '../stack/orthanc';
+import { ROOT } from '../stack/processes';
 
-/** The repository (this file runs from .local/build/scripts/demo). */
-const ROOT = process.env.PACS_ROOT ?? path.resolve(__dirname, '../../../..');
 const DATA = path.join(ROOT, '.local');
 const LOGS = path.join(DATA, 'logs');
-const ORTHANC_BIN = process.env.ORTHANC_BIN ?? '/usr/sbin/Orthanc';
-const NGINX_BIN = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
-const { API_NODE_FLAGS } = require(path.join(ROOT, 'scripts/api-node-flags')) as { API_NODE_FLAGS: string[] };
+const CHECK = process.env.DEMO_CHECK === '1';
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/pacs_demo';
 
 const DEVICE_AET = 'DEMO_CT';
 const ORTHANC_USER = 'pacs';
@@ -49,7 +57,8 @@ interface DemoSecrets {
   DOCTOR_PASSWORD: string;
 }
 
-type Secrets = ServiceSecrets & DemoSecrets;
+/** `fresh`: .local/demo.json was written by this run (no earlier demo's data is ours). */
+type Secrets = ServiceSecrets & DemoSecrets & { fresh: boolean };
 
 const token = (bytes: number) => randomBytes(bytes).toString('base64url');
 
@@ -71,32 +80,74 @@ function secrets(): Secrets {
     () => ({ JWT_SECRET: token(48), WEBHOOK_SECRET: token(32) }),
     (s) => (s.JWT_SECRET?.length ?? 0) >= 32 && (s.WEBHOOK_SECRET?.length ?? 0) >= 16,
   );
+  const demoFile = path.join(DATA, 'demo.json');
+  const fresh = !existsSync(demoFile);
   const demo = kept<DemoSecrets>(
-    path.join(DATA, 'demo.json'),
+    demoFile,
     () => ({ ORTHANC_PASSWORD: token(24), ADMIN_PASSWORD: token(12), DOCTOR_PASSWORD: `demo-${token(6)}` }),
     (s) => Boolean(s.ORTHANC_PASSWORD && s.ADMIN_PASSWORD && s.DOCTOR_PASSWORD),
   );
-  return { ...service, ...demo };
+  return { ...service, ...demo, fresh };
 }
 
-const children: Array<{ name: string; child: ChildProcess }> = [];
+/**
+ * On a fresh .local/, drops a demo database an earlier demo left (its accounts' passwords and its
+ * images went with that demo's .local/, so nothing in it can be signed in to or shown). Only a
+ * database whose name starts with pacs_demo: the demo never drops one it was not made for.
+ */
+async function forgetEarlierDemo(): Promise<void> {
+  const url = new URL(DATABASE_URL);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!name.startsWith('pacs_demo')) return;
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) return;
+    console.log(`The database ${name} holds an earlier demo (its .local/ is gone): starting it afresh.`);
+    await client.query(`DROP DATABASE "${name.replace(/"/g, '""')}"`).catch((error: Error & { code?: string }) => {
+      if (error.code === '55006') throw new Error(`the database ${name} is in use (another demo running?): stop it first`);
+      throw error;
+    });
+  } finally {
+    await client.end();
+  }
+}
+
+/** A process this run started; `output` keeps the end of what it wrote (its log has all of it). */
+interface Started {
+  name: string;
+  child: ChildProcess;
+  output: string;
+}
+
+const children: Started[] = [];
 let stopping = false;
 
-function startProcess(name: string, file: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): ChildProcess {
+function startProcess(name: string, file: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Started {
   const log = createWriteStream(path.join(LOGS, `${name}.log`), { flags: 'a' });
   // Its own process group: Ctrl-C reaches this script only, which stops the processes in order.
   const child = spawn(file, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  children.push({ name, child });
+  const started: Started = { name, child, output: '' };
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.pipe(log);
+    stream?.on('data', (chunk: Buffer) => (started.output = (started.output + chunk.toString()).slice(-4000)));
+  }
+  children.push(started);
+  return started;
+}
+
+const logOf = (name: string): string => path.relative(process.cwd(), path.join(LOGS, `${name}.log`));
+
+/** From now on, the process stopping on its own stops the demo. */
+function watch({ name, child }: Started): void {
   child.once('exit', (code, signal) => {
     if (stopping) return;
-    console.error(
-      `\n${name} stopped (${signal ?? `exit ${code}`}); its log: ${path.relative(process.cwd(), path.join(LOGS, `${name}.log`))}`,
-    );
+    if (CHECK) console.error(`demo check: FAIL (${name} stopped, ${signal ?? `exit ${code}`}; its log: ${logOf(name)})`);
+    else console.error(`\n${name} stopped (${signal ?? `exit ${code}`}); its log: ${logOf(name)}`);
     void stopAll(1);
   });
-  return child;
 }
 
 /** Stops what this run started, by pid, newest first (the proxy before what it proxies). */
@@ -116,30 +167,85 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-async function freePort(preferred?: number): Promise<number> {
-  return preferred && (await portFree(preferred)) ? preferred : getFreePort();
+/**
+ * `preferred` when it is free on the first attempt, else a free port below Linux's ephemeral range
+ * (32768-60999): a port the kernel hands out for outgoing connections may be taken by one in the
+ * seconds between the pick and the service's bind.
+ */
+async function freePort(preferred?: number, attempt = 1): Promise<number> {
+  if (preferred && attempt === 1 && (await portFree(preferred))) return preferred;
+  for (;;) {
+    const port = randomInt(20_000, 32_768);
+    if (await portFree(port)) return port;
+  }
 }
 
-async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+/** Polls `probe` until it answers true; throws when `started` stops first or time runs out. */
+async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs: number, started?: Started): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe().catch(() => false))) {
     if (stopping) throw new Error('stopped');
+    const { child } = started ?? {};
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(
+        `${what} stopped (${child.signalCode ?? `exit ${child.exitCode}`}) before it was ready; its log: ${logOf(started!.name)}`,
+      );
+    }
     if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs / 1000} s (logs in .local/logs)`);
     await delay(250);
   }
 }
 
-async function startOrthanc(s: Secrets, httpPort: number, dicomPort: number, webhookUrl: string): Promise<void> {
+/**
+ * Starts a service on ports picked just before. On a machine where other things start too, a port
+ * free a moment ago can be taken by the time the service binds it: then it starts again on ports
+ * picked anew (three attempts).
+ */
+async function startOnFreePorts<P>(
+  what: string,
+  pick: (attempt: number) => Promise<P>,
+  launch: (ports: P) => Started,
+  ready: (ports: P) => Promise<boolean>,
+  timeoutMs: number,
+): Promise<P> {
+  for (let attempt = 1; ; attempt++) {
+    const ports = await pick(attempt);
+    const started = launch(ports);
+    try {
+      await waitUntil(what, () => ready(ports), timeoutMs, started);
+      watch(started);
+      return ports;
+    } catch (error) {
+      await terminate(started.child, 0);
+      children.splice(children.indexOf(started), 1);
+      if (attempt >= 3 || !/already in use/i.test(started.output)) throw error;
+    }
+  }
+}
+
+interface OrthancPorts {
+  http: number;
+  dicom: number;
+}
+
+function launchOrthanc(s: Secrets, { http: httpPort, dicom: dicomPort }: OrthancPorts, webhookUrl: string): Started {
   const dir = path.join(DATA, 'orthanc');
   mkdirSync(path.join(dir, 'db'), { recursive: true });
   // The shipped configuration, with what differs on one machine: loopback only, local storage and
   // script path, free ports, a short StableAge so that the demo's studies are indexed quickly.
+  // Orthanc 1.10 binds both its ports on every address (it has no setting for the address), so
+  // each refuses other hosts instead: HTTP by RemoteAccessAllowed, DICOM by taking echoes and
+  // images only from the demo's device, by AE title and address.
   const shipped = JSON.parse(readFileSync(path.join(ROOT, 'docker/orthanc/orthanc.json'), 'utf8')) as Record<string, unknown>;
   const config = {
     ...shipped,
     HttpPort: httpPort,
     DicomPort: dicomPort,
     RemoteAccessAllowed: false,
+    DicomAlwaysAllowEcho: false,
+    DicomAlwaysAllowStore: false,
+    DicomCheckModalityHost: true,
+    DicomModalities: { demo: [DEVICE_AET, '127.0.0.1', 104] },
     StorageDirectory: path.join(dir, 'db'),
     IndexDirectory: path.join(dir, 'db'),
     LuaScripts: [path.join(ROOT, 'docker/orthanc/webhook.lua')],
@@ -147,7 +253,7 @@ async function startOrthanc(s: Secrets, httpPort: number, dicomPort: number, web
   };
   const file = path.join(dir, 'orthanc.json');
   writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
-  startProcess(
+  return startProcess(
     'orthanc',
     ORTHANC_BIN,
     [file],
@@ -157,19 +263,13 @@ async function startOrthanc(s: Secrets, httpPort: number, dicomPort: number, web
       ORTHANC_PASSWORD: s.ORTHANC_PASSWORD,
       PACS_WEBHOOK_URL: webhookUrl,
       PACS_WEBHOOK_SECRET: s.WEBHOOK_SECRET,
-      TCP_NODELAY: '1',
+      ...DICOM_NETWORK_ENV,
     },
     dir,
   );
-  const auth = `Basic ${Buffer.from(`${ORTHANC_USER}:${s.ORTHANC_PASSWORD}`).toString('base64')}`;
-  await waitUntil(
-    'Orthanc',
-    async () => (await fetch(`http://127.0.0.1:${httpPort}/system`, { headers: { authorization: auth } })).ok,
-    60_000,
-  );
 }
 
-async function startNginx(s: Secrets, port: number, apiPort: number, orthancPort: number): Promise<void> {
+function launchNginx(s: Secrets, port: number, apiPort: number, orthancPort: number): Started {
   const dir = path.join(DATA, 'nginx');
   mkdirSync(path.join(dir, 'logs'), { recursive: true });
   const template = readFileSync(path.join(ROOT, 'docker/nginx/nginx.conf'), 'utf8');
@@ -190,8 +290,7 @@ async function startNginx(s: Secrets, port: number, apiPort: number, orthancPort
     { mode: 0o600 },
   );
   const args = ['-p', `${dir}/`, '-c', conf, '-g', `daemon off; pid ${path.join(dir, 'nginx.pid')};`];
-  startProcess('nginx', NGINX_BIN, args, {});
-  await waitUntil('nginx', async () => (await fetch(`http://127.0.0.1:${port}/login`)).ok, 20_000);
+  return startProcess('nginx', NGINX_BIN, args, {});
 }
 
 /** JSON over HTTP through the proxy, as a browser would reach the API. */
@@ -285,7 +384,7 @@ const DEMO_STUDIES = [
 ];
 const INSTANCES_PER_SERIES = 3;
 
-async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets): Promise<void> {
+async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets, dicomPort: number): Promise<void> {
   await createSuperAdmin(env, s);
   const admin = expectStatus(
     'admin sign-in',
@@ -338,9 +437,6 @@ async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets): Promi
   if ((await listed()) >= DEMO_STUDIES.length) return;
 
   console.log(`Sending ${DEMO_STUDIES.length} generated studies through the device ${DEVICE_AET}...`);
-  // storescu and Orthanc both honour TCP_NODELAY (dcmtk's small PDUs otherwise wait on Nagle).
-  process.env.TCP_NODELAY = '1';
-  const dicomPort = Number(env.DEMO_DICOM_PORT);
   for (const [index, spec] of DEMO_STUDIES.entries()) {
     const written = await writeStudy(path.join(DATA, 'studies', String(index)), {
       ...spec,
@@ -360,41 +456,111 @@ async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets): Promi
   await waitUntil('the demo studies in the index', async () => (await listed()) >= DEMO_STUDIES.length, 180_000);
 }
 
+/**
+ * What a doctor does first, through nginx as a browser would: signs in, finds the demo studies in
+ * the worklist, and opens an image the way the viewer does (a viewer token, then the rendered
+ * frame from the image server through the proxy's gate). Returns what it saw; throws what failed.
+ */
+async function check(base: string, s: Secrets): Promise<string> {
+  const signIn = await api(base, 'POST', '/api/login', undefined, { email: DOCTOR_EMAIL, password: s.DOCTOR_PASSWORD });
+  const token = expectStatus('doctor sign-in', signIn, 200).access_token as string;
+  const page = expectStatus('GET /api/studies', await api(base, 'GET', '/api/studies', token), 200);
+  const studies = (page.data as Array<{ id: string; patient_id: string; study_instance_uid: string }>).filter((study) =>
+    study.patient_id.startsWith('DEMO-'),
+  );
+  if (studies.length < DEMO_STUDIES.length) {
+    throw new Error(`the worklist lists ${studies.length} demo studies, ${DEMO_STUDIES.length} expected`);
+  }
+  // The worker fills the series and instances a moment after the study is listed.
+  const study = studies[0];
+  let series: { id: string; series_instance_uid: string } | undefined;
+  let instance: { sop_instance_uid: string } | undefined;
+  await waitUntil(
+    "a demo study's instances",
+    async () => {
+      series = expectStatus('GET series', await api(base, 'GET', `/api/studies/${study.id}/series`, token), 200)[0];
+      if (!series) return false;
+      instance = expectStatus('GET instances', await api(base, 'GET', `/api/series/${series.id}/instances`, token), 200)[0];
+      return Boolean(instance);
+    },
+    60_000,
+  );
+  const viewerToken = expectStatus(
+    'POST /api/viewer/token',
+    await api(base, 'POST', '/api/viewer/token', token, { study_id: study.id }),
+    200,
+    201,
+  ).token as string;
+  const frame = `/dicom-web/studies/${study.study_instance_uid}/series/${series!.series_instance_uid}/instances/${instance!.sop_instance_uid}/rendered`;
+  const response = await fetch(`${base}${frame}`, { headers: { 'x-viewer-token': viewerToken, accept: 'image/jpeg' } });
+  const image = Buffer.from(await response.arrayBuffer());
+  const type = response.headers.get('content-type') ?? '';
+  if (response.status !== 200 || !type.startsWith('image/jpeg') || image[0] !== 0xff || image[1] !== 0xd8) {
+    throw new Error(`the rendered image: HTTP ${response.status} ${type}, ${image.length} bytes`);
+  }
+  return `the doctor signed in through nginx, the worklist lists ${studies.length} demo studies, a rendered image (JPEG, ${image.length} bytes) came through the viewer's gate`;
+}
+
 async function main(): Promise<void> {
   for (const dir of [DATA, LOGS]) mkdirSync(dir, { recursive: true });
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
   const s = secrets();
+  if (s.fresh) await forgetEarlierDemo();
 
-  const httpPort = await freePort(Number(process.env.DEMO_PORT ?? 8080));
-  const [apiPort, orthancHttp] = [await freePort(), await freePort()];
-  // The usual DICOM port when it is free, so that a device configured once keeps working.
-  const orthancDicom = await freePort(Number(process.env.DEMO_DICOM_PORT ?? 4242));
-  const base = `http://127.0.0.1:${httpPort}`;
   const env: NodeJS.ProcessEnv = {
     NODE_ENV: 'development',
-    PORT: String(apiPort),
     HOST: '127.0.0.1',
-    DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/pacs_demo',
+    DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     QUEUE_PREFIX: process.env.QUEUE_PREFIX ?? 'pacs_demo',
-    IMGSRV_URL: `http://127.0.0.1:${orthancHttp}`,
     IMGSRV_USERNAME: ORTHANC_USER,
     IMGSRV_PASSWORD: s.ORTHANC_PASSWORD,
     JWT_SECRET: s.JWT_SECRET,
     WEBHOOK_SECRET: s.WEBHOOK_SECRET,
     TRUST_PROXY: '127.0.0.1',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-    DEMO_DICOM_PORT: String(orthancDicom),
   };
 
   console.log('Starting the API, the worker, Orthanc and nginx (logs in .local/logs)...');
-  startProcess('api', process.execPath, [...API_NODE_FLAGS, path.join(ROOT, 'dist/src/main.js')], env);
-  await waitUntil('the API', async () => (await fetch(`http://127.0.0.1:${apiPort}/api/health`)).ok, 60_000);
-  startProcess('worker', process.execPath, [path.join(ROOT, 'dist/src/worker.js')], env);
-  await startOrthanc(s, orthancHttp, orthancDicom, `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`);
-  await startNginx(s, httpPort, apiPort, orthancHttp);
-  await demoData(base, env, s);
+  // Orthanc's HTTP port is picked first: the API and the worker are told where it will be (a retry
+  // of Orthanc's start keeps it, and picks another DICOM port).
+  const orthancHttp = await freePort();
+  env.IMGSRV_URL = `http://127.0.0.1:${orthancHttp}`;
+  const apiPort = await startOnFreePorts(
+    'the API',
+    () => freePort(),
+    (port) =>
+      startProcess('api', process.execPath, [...API_NODE_FLAGS, path.join(ROOT, 'dist/src/main.js')], {
+        ...env,
+        PORT: String(port),
+      }),
+    async (port) => (await fetch(`http://127.0.0.1:${port}/api/health`)).ok,
+    60_000,
+  );
+  env.PORT = String(apiPort);
+  watch(startProcess('worker', process.execPath, [path.join(ROOT, 'dist/src/worker.js')], env));
+  const auth = basicAuth(ORTHANC_USER, s.ORTHANC_PASSWORD);
+  const orthanc = await startOnFreePorts(
+    'Orthanc',
+    // The usual DICOM port when it is free, so that a device configured once keeps working.
+    async (attempt) => ({
+      http: orthancHttp,
+      dicom: await freePort(Number(process.env.DEMO_DICOM_PORT ?? 4242), attempt),
+    }),
+    (ports) => launchOrthanc(s, ports, `http://127.0.0.1:${apiPort}/api/imgsrv/webhook`),
+    async ({ http }) => (await fetch(`http://127.0.0.1:${http}/system`, { headers: { authorization: auth } })).ok,
+    60_000,
+  );
+  const httpPort = await startOnFreePorts(
+    'nginx',
+    (attempt) => freePort(Number(process.env.DEMO_PORT ?? 8080), attempt),
+    (port) => launchNginx(s, port, apiPort, orthanc.http),
+    async (port) => (await fetch(`http://127.0.0.1:${port}/login`)).ok,
+    20_000,
+  );
+  const base = `http://127.0.0.1:${httpPort}`;
+  await demoData(base, env, s, orthanc.dicom);
 
   console.log(`
   The archive is running on this machine. Sign in at:
@@ -405,12 +571,19 @@ async function main(): Promise<void> {
       super admin  ${ADMIN_EMAIL}    password ${s.ADMIN_PASSWORD}
 
   API docs ${base}/api/docs · queue board ${base}/queues (super admin) · a device may send to
-  ${DEVICE_AET} -> 127.0.0.1:${orthancDicom} (storescu -aet ${DEVICE_AET} 127.0.0.1 ${orthancDicom} file.dcm)
-  Data and secrets in .local/ (delete it, and the pacs_demo database, to start afresh). Ctrl-C stops everything.
+  ${DEVICE_AET} -> 127.0.0.1:${orthanc.dicom} (storescu -aet ${DEVICE_AET} 127.0.0.1 ${orthanc.dicom} file.dcm)
+  Data and secrets in .local/ (delete it to start afresh). Ctrl-C stops everything.
 `);
+  if (CHECK) {
+    const seen = await check(base, s);
+    console.log(`demo check: PASS (${seen})`);
+    await stopAll(0);
+  }
 }
 
 main().catch((error: Error) => {
-  if (error.message !== 'stopped') console.error(`\nThe demo could not start: ${error.message}`);
+  if (error.message === 'stopped') return;
+  if (CHECK) console.error(`demo check: FAIL (${error.message}; logs in .local/logs)`);
+  else console.error(`\nThe demo could not start: ${error.message}`);
   void stopAll(1);
 });

@@ -40,9 +40,9 @@ describe('every DCMTK process we start (Orthanc, storescu) runs with TCP_NODELAY
   });
 
   it("the tests' and benchmarks' Orthanc and storescu take it from the shared module", () => {
-    expect(read('test/support/orthanc.ts')).toMatch(/env: \{\s*\.\.\.process\.env,\s*\.\.\.DICOM_NETWORK_ENV,/);
-    expect(read('test/support/dicom.ts')).toMatch(/const env = \{ \.\.\.process\.env, \.\.\.DICOM_NETWORK_ENV,/);
-    expect(read('test/support/dicom.ts')).toMatch(/execFile\(STORESCU, args, \{ env,/);
+    expect(read('scripts/stack/orthanc.ts')).toMatch(/env: \{\s*\.\.\.process\.env,\s*\.\.\.DICOM_NETWORK_ENV,/);
+    expect(read('scripts/stack/dicom.ts')).toMatch(/const env = \{ \.\.\.process\.env, \.\.\.DICOM_NETWORK_ENV,/);
+    expect(read('scripts/stack/dicom.ts')).toMatch(/execFile\(STORESCU, args, \{ env,/);
   });
 
   it('no other file starts Orthanc or storescu without it', () => {

@@ -7,7 +7,7 @@ import { REDIS } from '../../src/common/redis/redis.module';
 import { JobMetricsRecorder } from '../../src/operations/metrics/job-metrics.recorder';
 import { MetricsService } from '../../src/operations/metrics/metrics.service';
 import { createTestApp, TestApp } from '../support/app';
-import { delay } from '../support/orthanc';
+import { delay } from '../../scripts/stack/orthanc';
 import { createStudy } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 import { socketRequest } from '../support/http';

@@ -16,8 +16,8 @@ import Redis from 'ioredis';
 import * as os from 'os';
 import * as path from 'path';
 import { Pool } from 'pg';
-import { sendWithStorescu, writeStudy } from '../support/dicom';
-import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { sendWithStorescu, writeStudy } from '../../scripts/stack/dicom';
+import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
 import { OwnPostgres, OwnRedis } from './support/servers';
 import { Service, startService } from './support/service';
 

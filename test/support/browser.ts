@@ -6,8 +6,8 @@ import { existsSync, promises as fs } from 'fs';
 import * as path from 'path';
 import { Page } from 'playwright-core';
 import sharp from 'sharp';
-import { delay } from './orthanc';
-import { ROOT } from './processes';
+import { delay } from '../../scripts/stack/orthanc';
+import { ROOT } from '../../scripts/stack/processes';
 
 /** Where the browser tests leave their screenshots (git-ignored). */
 export const ARTIFACTS = path.join(ROOT, 'test-artifacts');

@@ -16,8 +16,8 @@ import { AppConfig } from '../../src/config/environment';
 import { nestLogLevels } from '../../src/config/log-levels';
 import { createTestApp, TestApp } from './app';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS } from './browser';
-import { NginxInstance, startNginx, VIEWER_ROOT } from './nginx';
-import { getFreePort, OrthancInstance, startOrthanc } from './orthanc';
+import { NginxInstance, startNginx, VIEWER_ROOT } from '../../scripts/stack/nginx';
+import { getFreePort, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
 
 export interface BrowserStack {
   t: TestApp;

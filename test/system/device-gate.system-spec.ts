@@ -16,9 +16,9 @@ import * as path from 'path';
 import { DataSource } from 'typeorm';
 import { RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { TestApp } from '../support/app';
-import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createTenant, createUnit } from '../support/factories';
-import { basicAuth, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../support/orthanc';
+import { basicAuth, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../../scripts/stack/orthanc';
 import { startOrthancAndApi, startWorkerModule } from '../support/stack';
 
 jest.setTimeout(120_000);

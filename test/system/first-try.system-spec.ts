@@ -7,8 +7,8 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/environment';
 import { openDataSource } from '../../src/database/data-source-options';
 import { createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
-import { getFreePort } from '../support/orthanc';
-import { ROOT } from '../support/processes';
+import { getFreePort } from '../../scripts/stack/orthanc';
+import { ROOT } from '../../scripts/stack/processes';
 
 /** The secrets main's source held until 2026-11: anyone who read the repository knew them. */
 const PUBLISHED_JWT_SECRET = 'development-only-jwt-secret-change-me-0123456789';

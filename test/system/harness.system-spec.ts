@@ -10,9 +10,9 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import sharp from 'sharp';
-import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../support/dicom';
-import { startNginx, NginxInstance } from '../support/nginx';
-import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
+import { startNginx, NginxInstance } from '../../scripts/stack/nginx';
+import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
 
 jest.setTimeout(60_000);
 

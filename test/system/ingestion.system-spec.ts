@@ -21,9 +21,9 @@ import { AppConfig } from '../../src/config/environment';
 import { ArchiveImportModule } from '../../src/cli/archive-import';
 import { ArchiveImportService } from '../../src/ingestion/archive-import.service';
 import { TestApp } from '../support/app';
-import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../support/dicom';
+import { sendWithStorescu, writeNonImageStudy, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';
-import { basicAuth, OrthancInstance, waitFor } from '../support/orthanc';
+import { basicAuth, OrthancInstance, waitFor } from '../../scripts/stack/orthanc';
 import { startOrthancAndApi, startWorkerModule } from '../support/stack';
 
 jest.setTimeout(90_000);

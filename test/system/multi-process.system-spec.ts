@@ -2,8 +2,8 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config/environment';
 import { openDataSource } from '../../src/database/data-source-options';
 import { createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
-import { getFreePort } from '../support/orthanc';
-import { ServiceProcess, startBuiltProcess } from '../support/processes';
+import { getFreePort } from '../../scripts/stack/orthanc';
+import { ServiceProcess, startBuiltProcess } from '../../scripts/stack/processes';
 
 /**
  * Two API processes on one PostgreSQL and one Redis: the blacklist and the rate limits are shared,

@@ -12,11 +12,11 @@ import sharp from 'sharp';
 import { viewerTokenKey } from '../../src/viewer/viewer.service';
 import { TestApp } from '../support/app';
 import { ARTIFACTS, refreshReadmePicture, skipTour, viewportImage, waitFor } from '../support/browser';
-import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
-import { fetchJson } from '../support/http';
-import { NginxInstance } from '../support/nginx';
-import { delay, OrthancInstance } from '../support/orthanc';
+import { fetchJson } from '../../scripts/stack/http';
+import { NginxInstance } from '../../scripts/stack/nginx';
+import { delay, OrthancInstance } from '../../scripts/stack/orthanc';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);

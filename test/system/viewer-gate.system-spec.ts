@@ -13,11 +13,11 @@ import * as os from 'os';
 import * as path from 'path';
 import { createTestApp, TestApp } from '../support/app';
 import { createStudy } from '../support/clinical-factories';
-import { writeStudy, WrittenStudy } from '../support/dicom';
+import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createClinic } from '../support/factories';
-import { NginxInstance, startNginx } from '../support/nginx';
-import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor } from '../support/orthanc';
-import { startBuiltProcess } from '../support/processes';
+import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
+import { basicAuth, getFreePort, OrthancInstance, startOrthanc, waitFor } from '../../scripts/stack/orthanc';
+import { startBuiltProcess } from '../../scripts/stack/processes';
 
 jest.setTimeout(600_000);
 

@@ -10,10 +10,10 @@ import * as path from 'path';
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createInstance, createPatient, createSeries, createStudy, StudyRow } from '../support/clinical-factories';
-import { writeStudy, WrittenStudy } from '../support/dicom';
+import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createClinic } from '../support/factories';
-import { NginxInstance, startNginx } from '../support/nginx';
-import { basicAuth, OrthancInstance, startOrthanc } from '../support/orthanc';
+import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
+import { basicAuth, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
 
 jest.setTimeout(90_000);
 

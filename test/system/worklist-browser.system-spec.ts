@@ -11,10 +11,10 @@ import * as path from 'path';
 import { Browser, BrowserContext, Page } from 'playwright-core';
 import { TestApp } from '../support/app';
 import { ARTIFACTS, refreshReadmePicture, skipTour, viewportImage, waitFor } from '../support/browser';
-import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD, UserRow } from '../support/factories';
-import { NginxInstance } from '../support/nginx';
-import { delay } from '../support/orthanc';
+import { NginxInstance } from '../../scripts/stack/nginx';
+import { delay } from '../../scripts/stack/orthanc';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);

@@ -8,7 +8,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { promisify } from 'util';
-import { delay, getFreePort } from '../../support/orthanc';
+import { delay, getFreePort } from '../../../scripts/stack/orthanc';
 
 const run = promisify(execFile);
 

@@ -1,8 +1,8 @@
 import { ChildProcess, spawn } from 'child_process';
 import { existsSync } from 'fs';
 import { join } from 'path';
-import { delay } from '../../support/orthanc';
-import { ROOT } from '../../support/processes';
+import { delay } from '../../../scripts/stack/orthanc';
+import { ROOT } from '../../../scripts/stack/processes';
 
 /** Where the built service lives: `npm run build` output, or PACS_DIST_DIR for a private build. */
 export const DIST_DIR = process.env.PACS_DIST_DIR ?? join(ROOT, 'dist');

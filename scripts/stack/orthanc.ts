@@ -1,7 +1,7 @@
 /**
- * Runs the real image server (Orthanc) for tests, configured from the shipped
- * docker/orthanc/orthanc.json and docker/orthanc/webhook.lua with a few
- * test-only overrides (ports, storage, credentials, StableAge).
+ * Runs the real image server (Orthanc) for the tests and benchmarks, configured from the shipped
+ * docker/orthanc/orthanc.json and docker/orthanc/webhook.lua with a few overrides (ports, storage,
+ * credentials, StableAge); the process helpers (free ports, terminate) serve the demo too.
  */
 import { ChildProcess, spawn } from 'child_process';
 import { randomBytes } from 'crypto';
@@ -9,7 +9,7 @@ import { createWriteStream, promises as fs, readFileSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { DICOM_NETWORK_ENV } from '../../scripts/dicom-network-env';
+import { DICOM_NETWORK_ENV } from '../dicom-network-env';
 
 /** TCP_NODELAY=1 for DCMTK (scripts/dicom-network-env.js): Orthanc's side of every association. */
 export { DICOM_NETWORK_ENV };

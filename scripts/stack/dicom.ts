@@ -1,14 +1,14 @@
 /**
- * A small DICOM Part-10 writer (explicit VR little endian) so tests can make
- * studies quickly, plus a wrapper around dcmtk's storescu to send them the way
- * a real device does (the calling AE title is what ingestion maps to a tenant).
+ * A small DICOM Part-10 writer (explicit VR little endian) so the tests, the benchmarks and the
+ * demo can make studies quickly, plus a wrapper around dcmtk's storescu to send them the way a
+ * real device does (the calling AE title is what ingestion maps to a tenant).
  */
 import { execFile } from 'child_process';
 import { randomBytes } from 'crypto';
 import { promises as fs } from 'fs';
 import * as net from 'net';
 import * as path from 'path';
-import { DICOM_NETWORK_ENV } from '../../scripts/dicom-network-env';
+import { DICOM_NETWORK_ENV } from '../dicom-network-env';
 
 export const TRANSFER_SYNTAX_EXPLICIT_LE = '1.2.840.10008.1.2.1';
 

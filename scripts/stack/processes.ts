@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import { existsSync } from 'fs';
 import { join } from 'path';
-import { API_NODE_FLAGS } from '../../scripts/api-node-flags';
+import { API_NODE_FLAGS } from '../api-node-flags';
 
 export const ROOT = join(__dirname, '..', '..');
 

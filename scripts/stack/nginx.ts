@@ -1,7 +1,7 @@
 /**
- * Runs the shipped viewer proxy (docker/nginx/nginx.conf) for tests: the
- * template is rendered into a temporary prefix folder and nginx runs in the
- * foreground from it.
+ * Runs the shipped viewer proxy (docker/nginx/nginx.conf) for the tests: the template is
+ * rendered into a temporary prefix folder and nginx runs in the foreground from it. The demo
+ * renders the same template (renderNginxConfig) into .local/nginx.
  */
 import { ChildProcess, execFile, spawn } from 'child_process';
 import { existsSync, promises as fs, readFileSync } from 'fs';
