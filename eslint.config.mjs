@@ -1,6 +1,6 @@
-// The lint gate (`npm run lint`, run by .ci/run): the layering rules of the README's Architecture
-// section as build failures, plus promises nobody awaits. Formatting is Prettier's (.prettierrc.json);
-// eslint-config-prettier keeps ESLint out of it.
+// The lint gate (`npm run lint`, run by .ci/run): the layering rules of docs/architecture.md
+// ("Where each rule lives") as build failures, plus promises nobody awaits. Formatting is
+// Prettier's (.prettierrc.json); eslint-config-prettier keeps ESLint out of it.
 import prettier from 'eslint-config-prettier';
 import importPlugin from 'eslint-plugin-import';
 import tseslint from 'typescript-eslint';

@@ -5,5 +5,5 @@
 // --max-old-space-size=256: V8 sizes its heap for the machine (4 GB on 24 GB of RAM) and lets the
 // old generation fill with dead objects for seconds before a major collection. Capped at 256 MB
 // (the live heap is about 50 MB), the API's peak resident size under the benchmark went from
-// 330-370 MB to about 220 MB, at the same request rates and latencies (bench/README.md, Memory).
+// 330-370 MB to about 220 MB, at the same request rates and latencies (`npm run bench`, the API RSS column).
 module.exports = { API_NODE_FLAGS: ['--max-old-space-size=256'] };

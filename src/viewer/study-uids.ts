@@ -3,13 +3,13 @@
  * the image server reads it: the proxy forwards the original URI unchanged, so any difference
  * between this reading and Orthanc's would let a request reach a study we never checked.
  *
- * What Orthanc 1.10.1 + DICOMweb 1.7 does with a query (measured; README "Clinical reads and viewer
- * access decisions"): it splits on a raw `&` only, and at the first `=`; it decodes neither keys nor
- * values; it applies the study filter for the keyword `StudyInstanceUID` (that exact case) and for
- * any key dcmtk parses as the tag (0020,000D) (`0020000D`, `0020,000d`, `0020-000D`, but also `20,d`,
- * `0x20,0xd`, `+20,+d`, `0020,000Dxyz`, `10020,d`...), and ignores every other unknown key (an
- * unfiltered search); a key given twice: the last wins, and an empty last value removes the filter;
- * the query is not cut at a raw `#`; a raw `\` inside a value is deleted; `,`, `%2C` and `%2c`
+ * What Orthanc 1.10.1 + DICOMweb 1.7 does with a query (measured, and kept measured by
+ * test/system/viewer-gate.system-spec.ts; docs/viewer.md, "Validation"): it splits on a raw `&`
+ * only, and at the first `=`; it decodes neither keys nor values; it applies the study filter for
+ * the keyword `StudyInstanceUID` (that exact case) and for any key dcmtk parses as the tag
+ * (0020,000D) (`0020000D`, `0020,000d`, `0020-000D`, but also `20,d`, `0x20,0xd`, `+20,+d`,
+ * `0020,000Dxyz`, `10020,d`...), and ignores every other unknown key (an unfiltered search); a
+ * key given twice: the last wins, and an empty last value removes the filter; the query is not cut at a raw `#`; a raw `\` inside a value is deleted; `,`, `%2C` and `%2c`
  * separate the UIDs of a list.
  *
  * Hence the rule (deny by default; null means 403):
