@@ -11,11 +11,11 @@ import { ROOT } from '../../scripts/stack/processes';
 
 /** Where the browser tests leave their screenshots (git-ignored). */
 export const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-/** The README's pictures. */
+/** The pictures of the README and docs/. */
 const DOCS = path.join(ROOT, 'docs');
 
 /**
- * Copies the screenshot `test-artifacts/<name>` to `docs/<name>`, the README's picture: on request
+ * Copies the screenshot `test-artifacts/<name>` to `docs/<name>`, the docs' picture: on request
  * only (`UPDATE_SCREENSHOTS=1`) or when it is missing, so that test runs leave the tree clean.
  */
 export async function refreshReadmePicture(name: string): Promise<void> {
