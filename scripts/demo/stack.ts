@@ -583,7 +583,9 @@ async function main(): Promise<void> {
 
 main().catch((error: Error) => {
   if (error.message === 'stopped') return;
-  if (CHECK) console.error(`demo check: FAIL (${error.message}; logs in .local/logs)`);
-  else console.error(`\nThe demo could not start: ${error.message}`);
+  if (CHECK) {
+    const where = /\blogs?\b/.test(error.message) ? '' : '; logs in .local/logs';
+    console.error(`demo check: FAIL (${error.message}${where})`);
+  } else console.error(`\nThe demo could not start: ${error.message}`);
   void stopAll(1);
 });
