@@ -18,6 +18,10 @@ export type IngestionStage = 'listed' | 'indexed';
  */
 export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'other_clinic';
 
+/** Why the study's door refused an instance a device sent (see DoorRefusal in src/ingestion/door). */
+export type DicomDoorRefusal =
+  'replaces_instance' | 'other_patient' | 'unregistered_sender' | 'other_clinic' | 'quarantined_study';
+
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -39,6 +43,7 @@ export class MetricsService {
   private readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
   private readonly viewerValidations: Counter<'result'>;
   private readonly viewerCache: Counter<'result'>;
+  private readonly dicomDoorRefusals: Counter<'reason'>;
   private readonly jobDuration: SharedHistogram;
   private readonly ingestionLagHistogram: SharedHistogram;
   private readonly untrustedSenders: SharedCounter;
@@ -74,6 +79,12 @@ export class MetricsService {
       name: 'pacs_viewer_validation_cache_total',
       help: 'Study-to-tenant lookups of viewer validations: hit (cache) or miss (database).',
       labelNames: ['result'],
+      registers,
+    });
+    this.dicomDoorRefusals = new Counter({
+      name: 'pacs_dicom_door_refused_total',
+      help: "Instances a device sent that the study's door refused (C-STORE 0xA700), by reason.",
+      labelNames: ['reason'],
       registers,
     });
     const queues = [studyQueue, indexQueue, reconcileQueue];
@@ -136,6 +147,11 @@ export class MetricsService {
   viewerValidation(result: ViewerValidationResult, cacheHit?: boolean): void {
     this.viewerValidations.inc({ result });
     if (cacheHit !== undefined) this.viewerCache.inc({ result: cacheHit ? 'hit' : 'miss' });
+  }
+
+  /** Counted by the API process that answered the image server's door question. */
+  dicomDoorRefusal(reason: DicomDoorRefusal): void {
+    this.dicomDoorRefusals.inc({ reason });
   }
 
   /** A job's run time from its own timestamps; jobs that never started are ignored. */
