@@ -392,6 +392,36 @@ describe('Device gate: a device is its AE title and its address', () => {
       expect((await studyRow(held.imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
     });
 
+    it("quarantines, uncut, a study whose UID is over 64 characters, even one that starts with a clinic's study's UID", async () => {
+      // Clinic A's study with a UID of exactly 64 characters, then a stranger's whose first 64 are the same.
+      const uid64 = `2.25.${'1'.repeat(59)}`;
+      const own = await writeStudy(path.join(workDir, 'uid64'), {
+        patientId: `U1-${suffix}`,
+        patientName: 'DOE^JANE',
+        studyInstanceUid: uid64,
+        series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 32, columns: 32 }],
+      });
+      const placed = await sendAndPlace(own, CLINIC_A_AET);
+      expect(placed.row.tenant_id).toBe(clinicA.tenant);
+      const longUid = `${uid64}.7`;
+      const long = await writeStudy(path.join(workDir, 'uid66'), {
+        patientId: `U1-${suffix}`,
+        patientName: 'DOE^JANE',
+        studyInstanceUid: longUid,
+        series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 32, columns: 32 }],
+      });
+      const before = await untrustedCount('invalid_uid');
+      const held = await sendAndPlace(long, CLINIC_A_AET);
+      expect(held.result).toMatchObject({ quarantined: true, untrusted: 'invalid_uid' });
+      const [row] = await db.query(`SELECT tenant_id, study_instance_uid FROM studies WHERE imgsrv_study_id = $1`, [
+        held.imgsrvStudyId,
+      ]);
+      expect(row).toEqual({ tenant_id: quarantineTenant, study_instance_uid: longUid });
+      expect(await untrustedCount('invalid_uid')).toBe(before + 1);
+      const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM studies WHERE study_instance_uid = $1`, [uid64]);
+      expect(count).toBe(1);
+    });
+
     it('refuses every instance when the door cannot answer: wrong secret, or nothing listening', async () => {
       for (const [env, secret] of [
         [{ PACS_DOOR_URL: `${apiUrl}/api/imgsrv/door` }, 'not-the-secret'],

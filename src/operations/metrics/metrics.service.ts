@@ -16,7 +16,7 @@ export type IngestionStage = 'listed' | 'indexed';
  * Why a study job's sender did not decide where the study is: `unknown_aet` and `address_mismatch`
  * leave it in quarantine; `other_clinic`: the study already belongs to a clinic, which keeps it.
  */
-export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'other_clinic';
+export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'invalid_uid' | 'other_clinic';
 
 /** Why the study's door refused an instance a device sent (see DoorRefusal in src/ingestion/door). */
 export type DicomDoorRefusal =
@@ -121,7 +121,7 @@ export class MetricsService {
     this.untrustedSenders = new SharedCounter(
       redis,
       'pacs_ingestion_untrusted_sender_total',
-      'Study jobs whose sender did not place the study, by reason: unknown_aet and address_mismatch (quarantine), other_clinic (kept in its clinic).',
+      'Study jobs whose sender did not place the study, by reason: unknown_aet, address_mismatch and invalid_uid (quarantine), other_clinic (kept in its clinic).',
       ['reason'],
     );
     this.registry.registerMetric(this.jobDuration as never);
