@@ -96,16 +96,24 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   async function openViewer(
     studyUid: string,
     token: string,
-  ): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> }> {
+  ): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }>; blocked: string[] }> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> = [];
+    // What the page's Content-Security-Policy (nginx) blocked, as the browser reports it.
+    const blocked: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
+    });
+    page.on('pageerror', (error) => {
+      if (/Content Security Policy|Refused to|EvalError|WebAssembly/i.test(error.message)) blocked.push(error.message);
+    });
     page.on('response', (response) => {
       if (response.url().includes('/dicom-web/')) {
         dicomWeb.push({ url: response.url(), status: response.status(), auth: response.request().headers().authorization });
       }
     });
     await page.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${encodeURIComponent(studyUid)}&token=${encodeURIComponent(token)}`);
-    return { page, dicomWeb };
+    return { page, dicomWeb, blocked };
   }
 
   beforeAll(async () => {
@@ -125,9 +133,11 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
   it('shows the study sent by the device: the viewport holds the generated image', async () => {
     const token = await viewerToken(ours);
-    const { page, dicomWeb } = await openViewer(ours.study.studyInstanceUid, token);
+    const { page, dicomWeb, blocked } = await openViewer(ours.study.studyInstanceUid, token);
     try {
       const image = await viewportImage(page, 60_000);
+      // Under the proxy's Content-Security-Policy: OHIF ran without anything blocked.
+      expect(blocked).toEqual([]);
       await skipTour(page);
       await page.screenshot({ path: path.join(ARTIFACTS, 'viewer.png') });
       expect(image).not.toBeNull();
