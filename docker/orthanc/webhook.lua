@@ -117,6 +117,28 @@ local function senderOf(metadata)
   return { Origin = metadata['Origin'], Aet = metadata['RemoteAET'], Ip = metadata['RemoteIP'] }
 end
 
+-- The Orthanc id of an instance of each study, kept so that the sender of a
+-- held study is read from its metadata alone: listing the study's first
+-- series costs as much as the series is long. A kept id whose instance is gone
+-- is looked up again. Bounded: forgotten all at once past 10000 studies.
+local heldInstances, heldInstanceCount = {}, 0
+
+local function holderOf(studyId, study, sopInstanceUid)
+  local kept = heldInstances[studyId]
+  local metadata = kept ~= nil and RestApiGet('/instances/' .. kept .. '/metadata?expand', true) or nil
+  if metadata ~= nil then
+    return senderOf(ParseJson(metadata))
+  end
+  local series = apiGet('/series/' .. study['Series'][1], sopInstanceUid)
+  local instanceId = series['Instances'][1]
+  if heldInstanceCount >= 10000 then
+    heldInstances, heldInstanceCount = {}, 0
+  end
+  heldInstances[studyId] = instanceId
+  heldInstanceCount = heldInstanceCount + 1
+  return senderOf(apiGet('/instances/' .. instanceId .. '/metadata?expand', sopInstanceUid))
+end
+
 -- What Orthanc holds under the instance's UIDs: the facts the door decides on.
 local function heldFacts(dicom, sopInstanceUid, studyUid)
   local facts = { HeldForOtherPatient = false }
@@ -130,8 +152,7 @@ local function heldFacts(dicom, sopInstanceUid, studyUid)
         facts.HeldForOtherPatient = true
       end
       if facts.Holder == nil and #(study['Series'] or {}) > 0 then
-        local series = apiGet('/series/' .. study['Series'][1], sopInstanceUid)
-        facts.Holder = senderOf(apiGet('/instances/' .. series['Instances'][1] .. '/metadata?expand', sopInstanceUid))
+        facts.Holder = holderOf(id, study, sopInstanceUid)
       end
     end
   end
