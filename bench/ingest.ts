@@ -45,9 +45,14 @@ import { loadConfig } from '../src/config/environment';
 import { openDataSource } from '../src/database/data-source-options';
 import { ImgsrvClient } from '../src/imgsrv/imgsrv.client';
 import { sendWithStorescu, StudySpec, writeStudy, WrittenStudy } from '../scripts/stack/dicom';
+import { ArchivelessDoor, startArchivelessDoor } from '../scripts/stack/door';
 import { basicAuth, delay, getFreePort, OrthancInstance, startOrthanc } from '../scripts/stack/orthanc';
 import { databaseUrl, quoteIdent } from './lib/db';
 import { cpuMsOf } from './lib/processes';
+
+let archivelessDoor: Promise<ArchivelessDoor> | undefined;
+/** For the runs that send to Orthanc without the API: the study's door over an empty archive. */
+const archivelessDoorUrl = async (): Promise<string> => (await (archivelessDoor ??= startArchivelessDoor())).url;
 
 type Part = 'nodelay' | 'e2e' | 'index';
 const PARTS: Part[] = ['nodelay', 'e2e', 'index'];
@@ -379,7 +384,7 @@ async function runNoDelayMatrix(
   for (const [n, row] of cases.entries()) {
     const orthanc = await startOrthanc({
       stableAge: 60,
-      env: row.orthanc,
+      env: { ...row.orthanc, PACS_DOOR_URL: await archivelessDoorUrl() },
       extraConfig: {
         ...(await indexes.config(`nodelay${n}`, [DICOMWEB_PLUGIN])),
         ...(await benchOrthancConfig(options, workDir, `nodelay${n}`)),
@@ -744,8 +749,10 @@ async function runScenario(
   console.log(`\n== ${scenario.name}`);
   const orthanc = await startOrthanc({
     stableAge: 1,
-    // Posts nowhere: the benchmark posts the webhook itself, to start the clock exactly.
+    // Posts nowhere: the benchmark posts the webhook itself, to start the clock exactly. The API is
+    // not up while the study is sent: the door without the archive answers the image server.
     webhookUrl: 'http://127.0.0.1:9/api/imgsrv/webhook',
+    env: { PACS_DOOR_URL: await archivelessDoorUrl() },
     extraConfig: {
       ...indexConfig,
       ...(storage ? { StorageDirectory: storage, IndexDirectory: storage } : {}),

@@ -6,14 +6,15 @@ set -eu
 : "${API_UPSTREAM:=api:3000}"
 : "${ORTHANC_UPSTREAM:=orthanc:8042}"
 : "${LISTEN_PORT:=80}"
-: "${ORTHANC_USERNAME:=pacs}"
-: "${ORTHANC_PASSWORD:?ORTHANC_PASSWORD must be set}"
+# Orthanc's read-only viewer account (GET /dicom-web/ only), never the service's.
+: "${ORTHANC_VIEWER_USERNAME:=viewer}"
+: "${ORTHANC_VIEWER_PASSWORD:?ORTHANC_VIEWER_PASSWORD must be set}"
 : "${NGINX_TEMPLATE:=/etc/pacs-nginx/nginx.conf.template}"
 : "${NGINX_PREFIX:=/var/cache/nginx/pacs}"
 # The OHIF viewer's static build (viewer/dist, made by `node viewer/install.js`).
 : "${VIEWER_ROOT:=/usr/share/pacs-viewer}"
 
-ORTHANC_AUTH=$(printf '%s:%s' "$ORTHANC_USERNAME" "$ORTHANC_PASSWORD" | base64 | tr -d '\n')
+ORTHANC_AUTH=$(printf '%s:%s' "$ORTHANC_VIEWER_USERNAME" "$ORTHANC_VIEWER_PASSWORD" | base64 | tr -d '\n')
 
 mkdir -p "$NGINX_PREFIX/logs"
 ln -sf /dev/stdout "$NGINX_PREFIX/logs/access.log"

@@ -42,35 +42,35 @@ function OnStableStudy(studyId, tags, metadata)
   end
 end
 
--- Archived images cannot be replaced by a stranger (a device is its AE title
--- and its address). Two checks, on instances received over DICOM only
--- (whatever comes through Orthanc's authenticated REST API passes):
+-- The study's door (docs/dicom-door.md). Orthanc calls ReceivedInstanceFilter
+-- for every instance it is about to store, whatever its origin:
 --
--- 1. With "OverwriteInstances" true, a C-STORE of an instance Orthanc already
---    holds (same SOPInstanceUID) replaces the stored file: it is let through
---    only from the device that sent the stored instance, i.e. the same calling
---    AE title (trimmed, uppercased) from the same address, as Orthanc recorded
---    them (RemoteAET / RemoteIP metadata).
--- 2. An instance whose StudyInstanceUID Orthanc already holds for another
---    PatientID would make a second study with the same UID, and DICOMweb
---    requests by that UID answer both: it is let through only from the device
---    that sent the archived study (its first instance).
--- New instances of a new study, or joining a study of the same patient, pass.
+-- * REST API: only the service's own account (ORTHANC_USERNAME) writes (its
+--   uploads, its filed report PDFs); IncomingHttpRequestFilter below already
+--   refuses any other account's write, this is the second lock.
+-- * A plugin (DICOMweb STOW-RS) or a Lua script: reachable only through the
+--   service's account, so it passes.
+-- * DICOM (C-STORE): the service decides. The script gathers what Orthanc
+--   holds under the instance's UIDs (who sent the stored copy of the same
+--   SOPInstanceUID, who sent the study's first instance, whether the study is
+--   held for another PatientID) and POSTs it, with the sender's AE title and
+--   address, to the service's door (PACS_DOOR_URL, X-Webhook-Secret). The
+--   service adds what only it knows (the study's clinic in the archive, the
+--   registered devices) and answers {"allow": true|false, "message": ...};
+--   it logs and counts its refusals.
 --
 -- A refusal raises an error: Orthanc then answers the C-STORE with a failure
--- status (0xA700 "Refused: OutOfResources") and logs the message, so the
--- sender knows its instance was not stored. Returning false would answer
--- "Success" and drop the instance silently, and Orthanc 1.10.1's
--- ReceivedCStoreInstanceFilter (meant to choose that status) never sends the
--- status it is given. A failure of the check itself (Orthanc's own API not
--- answering) refuses the same way: nothing is stored unchecked, and nothing
--- is refused without a trace.
---
--- The full check costs Orthanc two /tools/lookup and a /studies/{id} per
--- instance, under the one lock all Lua callbacks share. Most instances do not
--- need it: those of a study that did not exist when this Lua state first saw
--- it, and that only one device has sent to since (see "A study of one device"
--- below), skip it.
+-- status (0xA700 "Refused: OutOfResources") and logs the message. Returning
+-- false would answer "Success" and drop the instance silently, and Orthanc
+-- 1.10.1's ReceivedCStoreInstanceFilter never sends the status it is given.
+-- Anything that keeps the check from completing (Orthanc's API or the
+-- service not answering, an answer that is not {"allow": true}) refuses the
+-- same way: nothing is stored unchecked.
+
+local serviceUser = env('ORTHANC_USERNAME', 'pacs')
+local viewerUser = env('ORTHANC_VIEWER_USERNAME', 'viewer')
+local viewerPassword = env('ORTHANC_VIEWER_PASSWORD', '')
+local doorUrl = env('PACS_DOOR_URL', (string.gsub(webhookUrl, '/webhook$', '/door')))
 
 local function normaliseAet(aet)
   local trimmed = string.gsub(tostring(aet or ''), '^%s*(.-)%s*$', '%1')
@@ -85,7 +85,7 @@ local function normaliseIp(ip)
 end
 
 local function refuse(sopInstanceUid, why)
-  error('webhook.lua: refused instance ' .. sopInstanceUid .. ': ' .. why, 0)
+  error('webhook.lua: refused instance ' .. tostring(sopInstanceUid) .. ': ' .. why, 0)
 end
 
 -- Orthanc's own REST API, parsed; no answer refuses the instance being checked.
@@ -112,59 +112,103 @@ local function lookup(uid, resourceType, sopInstanceUid)
   return ids
 end
 
-local function sentBy(metadata, origin)
-  return metadata['Origin'] == 'DicomProtocol'
-    and normaliseAet(metadata['RemoteAET']) == normaliseAet(origin['RemoteAet'])
-    and normaliseIp(metadata['RemoteIP']) == normaliseIp(origin['RemoteIp'])
+-- Who stored an instance, as Orthanc recorded it.
+local function senderOf(metadata)
+  return { Origin = metadata['Origin'], Aet = metadata['RemoteAET'], Ip = metadata['RemoteIP'] }
 end
 
-local function device(aet, ip, requestOrigin)
-  local text = 'AE title "' .. tostring(aet) .. '" from ' .. tostring(ip)
-  if requestOrigin ~= nil then
-    text = text .. ', origin ' .. tostring(requestOrigin)
+-- The Orthanc id of an instance of each study, kept so that the sender of a
+-- held study is read from its metadata alone: listing the study's first
+-- series costs as much as the series is long. A kept id whose instance is gone
+-- is looked up again. Bounded: forgotten all at once past 10000 studies.
+local heldInstances, heldInstanceCount = {}, 0
+
+local function holderOf(studyId, study, sopInstanceUid)
+  local kept = heldInstances[studyId]
+  local metadata = kept ~= nil and RestApiGet('/instances/' .. kept .. '/metadata?expand', true) or nil
+  if metadata ~= nil then
+    return senderOf(ParseJson(metadata))
   end
-  return text
+  local series = apiGet('/series/' .. study['Series'][1], sopInstanceUid)
+  local instanceId = series['Instances'][1]
+  if heldInstanceCount >= 10000 then
+    heldInstances, heldInstanceCount = {}, 0
+  end
+  heldInstances[studyId] = instanceId
+  heldInstanceCount = heldInstanceCount + 1
+  return senderOf(apiGet('/instances/' .. instanceId .. '/metadata?expand', sopInstanceUid))
 end
 
--- The full check (1 and 2 above). Raises to refuse; otherwise answers whether
--- Orthanc held a study with this StudyInstanceUID (any patient).
-local function checkAgainstArchive(dicom, origin, sopInstanceUid, studyUid)
-  local sender = device(origin['RemoteAet'], origin['RemoteIp'])
-
+-- What Orthanc holds under the instance's UIDs: the facts the door decides on.
+local function heldFacts(dicom, sopInstanceUid, studyUid)
+  local facts = { HeldForOtherPatient = false }
   for _, id in ipairs(lookup(sopInstanceUid, 'Instance', sopInstanceUid)) do
-    local archived = apiGet('/instances/' .. id .. '/metadata?expand', sopInstanceUid)
-    if not sentBy(archived, origin) then
-      error('webhook.lua: refused to replace archived instance ' .. sopInstanceUid .. ' (sent by '
-        .. device(archived['RemoteAET'], archived['RemoteIP'], archived['Origin']) .. ') with one sent by ' .. sender, 0)
-    end
+    facts.Replaces = senderOf(apiGet('/instances/' .. id .. '/metadata?expand', sopInstanceUid))
   end
-
-  local studyExists = false
   if studyUid ~= nil then
     for _, id in ipairs(lookup(studyUid, 'Study', sopInstanceUid)) do
-      studyExists = true
       local study = apiGet('/studies/' .. id, sopInstanceUid)
-      local archivedPatient = (study['PatientMainDicomTags'] or {})['PatientID'] or ''
-      if archivedPatient ~= (dicom['PatientID'] or '') and #(study['Series'] or {}) > 0 then
-        local series = apiGet('/series/' .. study['Series'][1], sopInstanceUid)
-        local first = apiGet('/instances/' .. series['Instances'][1] .. '/metadata?expand', sopInstanceUid)
-        if not sentBy(first, origin) then
-          refuse(sopInstanceUid, 'study ' .. studyUid .. ' is archived for another patient ID (sent by '
-            .. device(first['RemoteAET'], first['RemoteIP'], first['Origin']) .. '); this one was sent by ' .. sender)
-        end
+      if ((study['PatientMainDicomTags'] or {})['PatientID'] or '') ~= (dicom['PatientID'] or '') then
+        facts.HeldForOtherPatient = true
+      end
+      if facts.Holder == nil and #(study['Series'] or {}) > 0 then
+        facts.Holder = holderOf(id, study, sopInstanceUid)
       end
     end
   end
-  return studyExists
+  return facts
+end
+
+-- Allowed answers of the door, kept for DOOR_ANSWER_SECONDS under the facts
+-- they were given for (a series of an archived study asks once, not once per
+-- instance). Refusals are never kept: each one is logged and counted.
+local DOOR_ANSWER_SECONDS = 30
+local doorAnswers, doorAnswerCount = {}, 0
+
+local function factsKey(request)
+  local function part(sender)
+    if sender == nil then
+      return '-'
+    end
+    return tostring(sender.Origin) .. '/' .. normaliseAet(sender.Aet) .. '/' .. normaliseIp(sender.Ip)
+  end
+  return table.concat({ request.StudyInstanceUID or '-', request.PatientID, part(request.Sender), part(request.Holder),
+    part(request.Replaces), tostring(request.HeldForOtherPatient) }, '\n')
+end
+
+local function askDoor(request, sopInstanceUid)
+  local key = factsKey(request)
+  local kept = doorAnswers[key]
+  if kept ~= nil and kept > os.time() then
+    return
+  end
+  local headers = { ['Content-Type'] = 'application/json', ['X-Webhook-Secret'] = webhookSecret }
+  local ok, answer = pcall(HttpPost, doorUrl, DumpJson(request, true), headers)
+  local instance = sopInstanceUid .. ' of study ' .. tostring(request.StudyInstanceUID)
+  -- HttpPost gives nil, or an empty body, when the call fails or is not 2xx.
+  if not ok or answer == nil or answer == '' then
+    refuse(instance, 'the door (' .. doorUrl .. ') gave no answer (down, or the secret refused)')
+  end
+  local parsed, decision = pcall(ParseJson, answer)
+  if not parsed or type(decision) ~= 'table' or decision['allow'] ~= true then
+    local message = parsed and type(decision) == 'table' and decision['message'] or 'no decision in the answer'
+    refuse(instance, tostring(message))
+  end
+  if doorAnswerCount >= 10000 then
+    doorAnswers, doorAnswerCount = {}, 0
+  end
+  doorAnswers[key] = os.time() + DOOR_ANSWER_SECONDS
+  doorAnswerCount = doorAnswerCount + 1
 end
 
 -- A study of one device. When the first instance of a study reaches this Lua
--- state over DICOM, passes the full check, and Orthanc holds no study with its
--- StudyInstanceUID, the script remembers the study: its PatientID and its
+-- state over DICOM, Orthanc holds no study with its StudyInstanceUID and the
+-- door lets it in, the script remembers the study: its PatientID and its
 -- sender (AE title and address, normalised). Every later instance of that study
--- with the same PatientID from the same sender passes without a lookup: every
--- instance Orthanc holds under those UIDs was sent by that device through this
--- filter (Orthanc files an instance under its PatientID, StudyInstanceUID,
+-- with the same PatientID from the same sender passes without a lookup or a
+-- question: every instance Orthanc holds under those UIDs was sent by that
+-- device through this filter, and the door's answer for it cannot change
+-- (Orthanc files an instance under its PatientID, StudyInstanceUID,
 -- SeriesInstanceUID and SOPInstanceUID, so it can only replace one of the same
 -- study and patient). Deleting instances or the study keeps that true.
 --
@@ -172,8 +216,7 @@ end
 -- all its instances get the full check again: an instance from another sender
 -- or with another PatientID (marked before its own check, so that it counts
 -- even when refused), and any instance of it stored by another way than a
--- C-STORE (REST upload, modification, plugin: ReceivedInstanceFilter sees every
--- origin). A study Orthanc already held when first seen here (after a restart,
+-- C-STORE. A study Orthanc already held when first seen here (after a restart,
 -- or one this state forgot) is never remembered.
 --
 -- Bounded: two generations of at most PACS_DEVICE_GATE_STUDIES studies each
@@ -187,7 +230,7 @@ local SHARED = { shared = true }
 local currentStudies, previousStudies, currentCount = {}, {}, 0
 
 local function remember(studyUid, entry)
-  if studyMemorySize <= 0 then
+  if studyMemorySize <= 0 or studyUid == nil then
     return
   end
   if currentStudies[studyUid] == nil then
@@ -216,13 +259,15 @@ function ReceivedInstanceFilter(dicom, origin, info)
   if type(studyUid) ~= 'string' or studyUid == '' then
     studyUid = nil
   end
-  if origin['RequestOrigin'] ~= 'DicomProtocol' then
-    if studyUid ~= nil then
-      remember(studyUid, SHARED)
+  local sopInstanceUid = dicom['SOPInstanceUID']
+  local requestOrigin = origin['RequestOrigin']
+  if requestOrigin ~= 'DicomProtocol' then
+    if requestOrigin == 'RestApi' and origin['Username'] ~= serviceUser then
+      refuse(sopInstanceUid, 'REST write by account "' .. tostring(origin['Username']) .. '", not the service\'s')
     end
+    remember(studyUid, SHARED)
     return true
   end
-  local sopInstanceUid = dicom['SOPInstanceUID']
   if type(sopInstanceUid) ~= 'string' or sopInstanceUid == '' then
     -- Orthanc refuses an instance without SOPInstanceUID by itself.
     return true
@@ -230,10 +275,7 @@ function ReceivedInstanceFilter(dicom, origin, info)
 
   local sender = normaliseAet(origin['RemoteAet']) .. '\n' .. normaliseIp(origin['RemoteIp'])
   local patientId = dicom['PatientID'] or ''
-  local known = nil
-  if studyUid ~= nil then
-    known = remembered(studyUid)
-  end
+  local known = remembered(studyUid or '')
   if known ~= nil and not known.shared and known.sender == sender and known.patientId == patientId then
     return true
   end
@@ -241,9 +283,27 @@ function ReceivedInstanceFilter(dicom, origin, info)
     remember(studyUid, SHARED)
   end
 
-  local studyExisted = checkAgainstArchive(dicom, origin, sopInstanceUid, studyUid)
-  if known == nil and studyUid ~= nil and not studyExisted then
+  local request = heldFacts(dicom, sopInstanceUid, studyUid)
+  request.StudyInstanceUID = studyUid
+  request.PatientID = patientId
+  request.Sender = { Origin = 'DicomProtocol', Aet = origin['RemoteAet'], Ip = origin['RemoteIp'] }
+  askDoor(request, sopInstanceUid)
+  if known == nil and request.Holder == nil then
     remember(studyUid, { sender = sender, patientId = patientId })
   end
   return true
+end
+
+-- Orthanc's HTTP server: the service's account does anything; nginx's
+-- read-only account (ORTHANC_VIEWER_USERNAME) only GETs what the viewer reads,
+-- DICOMweb, and nothing at all while it has no password; anyone else nothing.
+-- Orthanc answers 403 to a refused request.
+function IncomingHttpRequestFilter(method, uri, ip, username, httpHeaders)
+  if username == serviceUser then
+    return true
+  end
+  if username == viewerUser and viewerPassword ~= '' then
+    return method == 'GET' and string.sub(uri, 1, 11) == '/dicom-web/'
+  end
+  return false
 end

@@ -21,7 +21,7 @@
  * started stopped; exit 0 when all of it worked, else 1. `.ci/run` runs it.
  */
 import { ChildProcess, execFile, spawn } from 'child_process';
-import { randomBytes, randomInt } from 'crypto';
+import { createHash, randomBytes, randomInt } from 'crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'fs';
 import * as net from 'net';
 import * as path from 'path';
@@ -41,6 +41,8 @@ const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 
 const DEVICE_AET = 'DEMO_CT';
 const ORTHANC_USER = 'pacs';
+/** nginx's read-only Orthanc account (GET /dicom-web/ only: webhook.lua's IncomingHttpRequestFilter). */
+const ORTHANC_VIEWER_USER = 'viewer';
 const DOCTOR_EMAIL = 'doctor@demo.local';
 const ADMIN_EMAIL = 'admin@demo.local';
 
@@ -61,6 +63,10 @@ interface DemoSecrets {
 type Secrets = ServiceSecrets & DemoSecrets & { fresh: boolean };
 
 const token = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+/** Derived from the kept Orthanc password, so a demo.json written before the account existed still serves. */
+const viewerPassword = (s: DemoSecrets) =>
+  createHash('sha256').update(`viewer:${s.ORTHANC_PASSWORD}`).digest('base64url').slice(0, 32);
 
 /** Read from `file`, or generated once and kept there (0600): the same secrets on every run. */
 function kept<T extends object>(file: string, generate: () => T, valid: (value: Partial<T>) => boolean): T {
@@ -261,6 +267,8 @@ function launchOrthanc(s: Secrets, { http: httpPort, dicom: dicomPort }: Orthanc
       ORTHANC_NAME: 'PACS demo',
       ORTHANC_USERNAME: ORTHANC_USER,
       ORTHANC_PASSWORD: s.ORTHANC_PASSWORD,
+      ORTHANC_VIEWER_USERNAME: ORTHANC_VIEWER_USER,
+      ORTHANC_VIEWER_PASSWORD: viewerPassword(s),
       PACS_WEBHOOK_URL: webhookUrl,
       PACS_WEBHOOK_SECRET: s.WEBHOOK_SECRET,
       ...DICOM_NETWORK_ENV,
@@ -283,8 +291,8 @@ function launchNginx(s: Secrets, port: number, apiPort: number, orthancPort: num
         listen: `127.0.0.1:${port}`,
         apiUpstream: `127.0.0.1:${apiPort}`,
         orthancUpstream: `127.0.0.1:${orthancPort}`,
-        orthancUser: ORTHANC_USER,
-        orthancPassword: s.ORTHANC_PASSWORD,
+        orthancUser: ORTHANC_VIEWER_USER,
+        orthancPassword: viewerPassword(s),
         viewerRoot: path.join(ROOT, 'viewer/dist'),
       }),
     { mode: 0o600 },

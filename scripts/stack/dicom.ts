@@ -428,6 +428,8 @@ export interface StorescuOptions {
   fromAddress?: string;
   /** storescu -v: its output (in a rejection's message) then shows each C-STORE's answer status. */
   verbose?: boolean;
+  /** storescu's transfer syntax proposal, e.g. `-xt` for JPEG-LS lossless files. Default: uncompressed. */
+  propose?: string;
   /** Extra environment for storescu (after DICOM_NETWORK_ENV: `{ TCP_NODELAY: '0' }` plays a device that leaves Nagle on). */
   env?: NodeJS.ProcessEnv;
 }
@@ -465,6 +467,7 @@ export async function sendWithStorescu(files: string[], options: StorescuOptions
       '-td',
       '60',
       ...(options.verbose ? ['-v'] : []),
+      ...(options.propose ? [options.propose] : []),
       host,
       String(port),
       ...chunk,

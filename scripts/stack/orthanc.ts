@@ -24,6 +24,10 @@ export interface StartOrthancOptions {
   username?: string;
   /** Default: random hex. */
   password?: string;
+  /** The proxy's read-only user (ORTHANC_VIEWER_USERNAME; default "viewer"): GET /dicom-web/ only. */
+  viewerUsername?: string;
+  /** Default: random hex. */
+  viewerPassword?: string;
   /** Seconds without a new instance before OnStableStudy fires (default 2; production 10). */
   stableAge?: number;
   /** Full URL the Lua hook posts to (PACS_WEBHOOK_URL). Default: a closed port, so nothing is notified. */
@@ -49,6 +53,9 @@ export interface OrthancInstance {
   url: string;
   username: string;
   password: string;
+  /** nginx's credentials: read-only, DICOMweb only (webhook.lua, IncomingHttpRequestFilter). */
+  viewerUsername: string;
+  viewerPassword: string;
   httpPort: number;
   dicomPort: number;
   aet: string;
@@ -86,7 +93,12 @@ export function basicAuth(username: string, password: string): string {
 
 /** Production configuration with the test overrides applied. */
 export function buildTestConfig(
-  opts: Required<Pick<StartOrthancOptions, 'username' | 'password' | 'stableAge' | 'httpPort' | 'dicomPort'>> &
+  opts: Required<
+    Pick<
+      StartOrthancOptions,
+      'username' | 'password' | 'viewerUsername' | 'viewerPassword' | 'stableAge' | 'httpPort' | 'dicomPort'
+    >
+  > &
     Pick<StartOrthancOptions, 'aet' | 'extraConfig'>,
   dir: string,
 ): Record<string, unknown> {
@@ -101,7 +113,7 @@ export function buildTestConfig(
     IndexDirectory: storage,
     RemoteAccessAllowed: false,
     StableAge: opts.stableAge,
-    RegisteredUsers: { [opts.username]: opts.password },
+    RegisteredUsers: { [opts.username]: opts.password, [opts.viewerUsername]: opts.viewerPassword },
     LuaScripts: [WEBHOOK_LUA],
     DicomAet: opts.aet ?? 'ORTHANC',
     ...opts.extraConfig,
@@ -111,6 +123,8 @@ export function buildTestConfig(
 export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<OrthancInstance> {
   const username = opts.username ?? 'svc';
   const password = opts.password ?? randomBytes(12).toString('hex');
+  const viewerUsername = opts.viewerUsername ?? 'viewer';
+  const viewerPassword = opts.viewerPassword ?? randomBytes(12).toString('hex');
   const webhookSecret = opts.webhookSecret ?? 'test-webhook-secret';
   const webhookUrl = opts.webhookUrl ?? 'http://127.0.0.1:9/api/imgsrv/webhook';
   const fixedPorts = opts.httpPort !== undefined || opts.dicomPort !== undefined;
@@ -129,7 +143,17 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
     dicomPort = opts.dicomPort ?? (await getFreePort());
     while (dicomPort === httpPort) dicomPort = await getFreePort();
     const config = buildTestConfig(
-      { username, password, stableAge: opts.stableAge ?? 2, httpPort, dicomPort, aet: opts.aet, extraConfig: opts.extraConfig },
+      {
+        username,
+        password,
+        viewerUsername,
+        viewerPassword,
+        stableAge: opts.stableAge ?? 2,
+        httpPort,
+        dicomPort,
+        aet: opts.aet,
+        extraConfig: opts.extraConfig,
+      },
       dir,
     );
     aet = config.DicomAet as string;
@@ -145,6 +169,9 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
         ...process.env,
         ...DICOM_NETWORK_ENV,
         ...opts.env,
+        ORTHANC_USERNAME: username,
+        ORTHANC_VIEWER_USERNAME: viewerUsername,
+        ORTHANC_VIEWER_PASSWORD: viewerPassword,
         PACS_WEBHOOK_URL: webhookUrl,
         PACS_WEBHOOK_SECRET: webhookSecret,
       },
@@ -195,6 +222,8 @@ export async function startOrthanc(opts: StartOrthancOptions = {}): Promise<Orth
     },
     username,
     password,
+    viewerUsername,
+    viewerPassword,
     get httpPort() {
       return httpPort;
     },

@@ -15,9 +15,10 @@ export interface RegisteredDevice {
 /**
  * Why a study could not be placed by its sender:
  * - unknown_aet: no modality is registered under the calling AE title (or there is none);
- * - address_mismatch: one is, but the study came from another address than the registered one.
+ * - address_mismatch: one is, but the study came from another address than the registered one;
+ * - invalid_uid: its StudyInstanceUID is longer than DICOM allows (64 characters), whoever sent it.
  */
-export type QuarantineReason = 'unknown_aet' | 'address_mismatch';
+export type QuarantineReason = 'unknown_aet' | 'address_mismatch' | 'invalid_uid';
 
 /**
  * One spelling per address, or null when `text` is not an IP address: IPv4 dotted decimal (an

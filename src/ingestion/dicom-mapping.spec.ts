@@ -9,6 +9,7 @@ import {
   mapInstance,
   mapSeries,
   mapStudy,
+  validUid,
   normaliseAet,
 } from './dicom-mapping';
 import { parseSince } from './archive-import.service';
@@ -97,16 +98,26 @@ describe('DICOM field mapping', () => {
     expect(localDate(now)).toBe('2025-06-30');
   });
 
-  it('cuts values longer than their column instead of failing the study', () => {
+  it('cuts values longer than their column instead of failing the study, but never a UID', () => {
+    const longUid = `1.2.${'3'.repeat(76)}`;
     const study = mapStudy({
       ID: 'x',
       Series: [],
-      MainDicomTags: { StudyDescription: 'd'.repeat(400), StudyInstanceUID: '1'.repeat(80) },
+      MainDicomTags: { StudyDescription: 'd'.repeat(400), StudyInstanceUID: `${longUid}\0` },
       PatientMainDicomTags: { PatientName: 'n'.repeat(300) },
     });
     expect(study.study_description).toHaveLength(255);
     expect(study.patient_name).toHaveLength(255);
-    expect(study.study_instance_uid).toHaveLength(64);
+    expect(study.study_instance_uid).toBe(longUid);
+    expect(validUid(study.study_instance_uid)).toBe(false);
+    expect(validUid(longUid.slice(0, 64))).toBe(true);
+    const series = mapSeries({
+      ID: 's',
+      ParentStudy: 'x',
+      Instances: [],
+      MainDicomTags: { SeriesInstanceUID: longUid },
+    } as never);
+    expect(series.series_instance_uid).toBe(longUid);
   });
 
   it('maps series and instances with defaults for missing numbers', () => {

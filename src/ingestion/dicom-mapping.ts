@@ -1,10 +1,25 @@
 import { DicomJsonDataset, ImageGeometry, OrthancInstance, OrthancSeries, OrthancStudy } from '../imgsrv';
 
-/** Column sizes of the schema: longer values are cut rather than failing the whole study. */
-const LIMITS = { uid: 64, id: 64, name: 255, short: 16, accession: 64, description: 255 } as const;
+/** Column sizes of the schema: longer values are cut rather than failing the whole study. UIDs never are. */
+const LIMITS = { id: 64, name: 255, short: 16, accession: 64, description: 255 } as const;
 
-function clean(value: string | undefined | null, max: number): string {
+/** DICOM's limit for a UID (PS3.5 9.1). */
+export const MAX_UID_LENGTH = 64;
+
+function clean(value: string | undefined | null, max = Infinity): string {
   return (value ?? '').replace(/\0/g, '').trim().slice(0, max);
+}
+
+/**
+ * A UID as sent (NULs and padding removed), never cut: a cut UID could equal another study's. One
+ * over 64 characters is invalid; its study goes to quarantine (StudyJobService).
+ */
+function uid(value: string | undefined | null): string {
+  return clean(value);
+}
+
+export function validUid(value: string): boolean {
+  return value.length <= MAX_UID_LENGTH;
 }
 
 function cleanOrNull(value: string | undefined | null, max: number): string | null {
@@ -75,7 +90,7 @@ export function mapStudy(study: OrthancStudy, now = new Date()): StudyFields {
   const patient = study.PatientMainDicomTags ?? {};
   return {
     imgsrv_study_id: study.ID,
-    study_instance_uid: clean(tags.StudyInstanceUID, LIMITS.uid),
+    study_instance_uid: uid(tags.StudyInstanceUID),
     patient_id: clean(patient.PatientID, LIMITS.id),
     patient_name: clean(patient.PatientName, LIMITS.name),
     patient_birth_date: dicomDate(patient.PatientBirthDate),
@@ -98,7 +113,7 @@ export function mapSeries(series: OrthancSeries): SeriesFields {
   const tags = series.MainDicomTags ?? {};
   return {
     imgsrv_series_id: series.ID,
-    series_instance_uid: clean(tags.SeriesInstanceUID, LIMITS.uid),
+    series_instance_uid: uid(tags.SeriesInstanceUID),
     // OT is DICOM's own "other" modality code.
     modality: clean(tags.Modality, LIMITS.short).toUpperCase() || 'OT',
     series_number: dicomInt(tags.SeriesNumber, 0),
@@ -121,7 +136,7 @@ export function mapInstance(instance: OrthancInstance): InstanceFields {
   return {
     imgsrv_instance_id: instance.ID,
     imgsrv_series_id: instance.ParentSeries,
-    sop_instance_uid: clean(tags.SOPInstanceUID, LIMITS.uid),
+    sop_instance_uid: uid(tags.SOPInstanceUID),
     instance_number: dicomInt(tags.InstanceNumber, index),
     index_in_series: index,
   };

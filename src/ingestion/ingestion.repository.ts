@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ImageGeometry } from '../imgsrv';
 import { quarantineReason, QuarantineReason, sameAddress, Sender } from './device-identity';
-import { InstanceFields, SeriesFields, StudyFields } from './dicom-mapping';
+import { InstanceFields, MAX_UID_LENGTH, SeriesFields, StudyFields } from './dicom-mapping';
 
 export interface Placement {
   tenant_id: string;
@@ -388,10 +388,10 @@ export class IngestionRepository {
       `SELECT s.imgsrv_study_id FROM studies s
        JOIN imgsrv_study_sync y ON y.imgsrv_study_id = s.imgsrv_study_id
        JOIN unnest($2::varchar[], $3::varchar[]) AS d(aet, ip) ON d.aet = y.remote_aet AND d.ip IS NOT DISTINCT FROM y.remote_ip
-       WHERE s.tenant_id = $1
+       WHERE s.tenant_id = $1 AND length(s.study_instance_uid) <= $5
        ORDER BY s.created_at
        LIMIT $4`,
-      [quarantine.tenant_id, released.map((r) => r.remote_aet), released.map((r) => r.remote_ip), limit],
+      [quarantine.tenant_id, released.map((r) => r.remote_aet), released.map((r) => r.remote_ip), limit, MAX_UID_LENGTH],
     );
     return rows.map((r) => r.imgsrv_study_id);
   }

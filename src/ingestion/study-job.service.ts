@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ImgsrvClient, OrthancStudy } from '../imgsrv';
 import { MetricsService, UntrustedSenderReason } from '../operations';
 import { Sender } from './device-identity';
-import { mapStudy, normaliseAet } from './dicom-mapping';
+import { mapStudy, MAX_UID_LENGTH, normaliseAet, validUid } from './dicom-mapping';
 import { IngestionQueue, StudyJobData } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';
 
@@ -45,8 +45,11 @@ export class StudyJobService {
     }
     const origin = await this.originOf(study);
     const sender: Sender = { aet: normaliseAet(origin.remoteAet), ip: origin.remoteIp };
-    const placement = await this.repository.resolvePlacement(sender);
-    const saved = await this.repository.saveStudy(mapStudy(study), placement, sender);
+    const fields = mapStudy(study);
+    const placement = validUid(fields.study_instance_uid)
+      ? await this.repository.resolvePlacement(sender)
+      : { ...(await this.repository.quarantinePlacement()), reason: 'invalid_uid' as const };
+    const saved = await this.repository.saveStudy(fields, placement, sender);
     const quarantine = await this.repository.quarantinePlacement();
     const quarantined = saved.tenant_id === quarantine.tenant_id;
     let untrusted: UntrustedSenderReason | undefined;
@@ -54,9 +57,11 @@ export class StudyJobService {
     if (quarantined) {
       untrusted = placement.reason;
       this.logger.warn(
-        placement.reason === 'address_mismatch'
-          ? `study ${study.ID} quarantined: sent by ${from}, but that AE title is registered at ${JSON.stringify(placement.registeredAddress)} (address_mismatch)`
-          : `study ${study.ID} quarantined: sent by ${from}, an unregistered AE title (unknown_aet)`,
+        placement.reason === 'invalid_uid'
+          ? `study ${study.ID} quarantined: sent by ${from}, its StudyInstanceUID is ${fields.study_instance_uid.length} characters long, over ${MAX_UID_LENGTH} (invalid_uid)`
+          : placement.reason === 'address_mismatch'
+            ? `study ${study.ID} quarantined: sent by ${from}, but that AE title is registered at ${JSON.stringify(placement.registeredAddress)} (address_mismatch)`
+            : `study ${study.ID} quarantined: sent by ${from}, an unregistered AE title (unknown_aet)`,
       );
     } else if (saved.tenant_id !== placement.tenant_id) {
       // A study that already has a clinic never changes clinic: not for a device of another one,

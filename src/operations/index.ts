@@ -2,4 +2,10 @@
 export { OperationsModule, OperationsWorkerModule } from './operations.module';
 export { MetricsModule } from './metrics/metrics.module';
 export { MetricsService } from './metrics/metrics.service';
-export type { IngestionStage, JobOutcome, UntrustedSenderReason, ViewerValidationResult } from './metrics/metrics.service';
+export type {
+  DicomDoorRefusal,
+  IngestionStage,
+  JobOutcome,
+  UntrustedSenderReason,
+  ViewerValidationResult,
+} from './metrics/metrics.service';

@@ -68,8 +68,8 @@ export async function startBrowserStack(name: string): Promise<BrowserStack> {
   const nginx = await startNginx({
     apiPort: (t.app.getHttpServer().address() as AddressInfo).port,
     orthancPort: orthanc.httpPort,
-    orthancUser: orthanc.username,
-    orthancPassword: orthanc.password,
+    orthancUser: orthanc.viewerUsername,
+    orthancPassword: orthanc.viewerPassword,
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `pacs-${name}-`));

@@ -17,6 +17,7 @@ import { DataSource } from 'typeorm';
 import { RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { TestApp } from '../support/app';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
+import { ArchivelessDoor, startArchivelessDoor } from '../../scripts/stack/door';
 import { createTenant, createUnit } from '../support/factories';
 import { basicAuth, OrthancInstance, startOrthanc, waitFor, WEBHOOK_LUA } from '../../scripts/stack/orthanc';
 import { startOrthancAndApi, startWorkerModule } from '../support/stack';
@@ -48,6 +49,9 @@ async function modifiedCopy(file: string, dir: string, name: string, args: strin
 const alteredCopy = (file: string, dir: string): Promise<string> =>
   modifiedCopy(file, dir, path.basename(file), ['-m', '(0010,0010)=EVIL^EVE', '-i', '(0008,0080)=Not the clinic']);
 
+/** A new instance (new SOP Instance UID) of the study of `file`, same patient. */
+const newInstanceCopy = (file: string, dir: string): Promise<string> => modifiedCopy(file, dir, 'new.dcm', ['-gin']);
+
 /** A new instance (new SOP Instance UID) with the study UID of `file` and another patient ID. */
 const otherPatientCopy = (file: string, dir: string): Promise<string> =>
   modifiedCopy(file, dir, 'new.dcm', ['-gin', '-m', '(0010,0020)=OTHER-PATIENT']);
@@ -61,6 +65,7 @@ describe('Device gate: a device is its AE title and its address', () => {
   let clinicA: { tenant: string; unit: string };
   let clinicB: { tenant: string; unit: string };
   let quarantineTenant: string;
+  let apiUrl: string;
 
   const orthancFetch = (pathAndQuery: string, init: RequestInit = {}, server = orthanc) =>
     fetch(`${server.url}${pathAndQuery}`, {
@@ -117,14 +122,15 @@ describe('Device gate: a device is its AE title and its address', () => {
     return row as Record<string, any> | undefined;
   }
 
-  async function untrustedCount(reason: string): Promise<number> {
+  /** A counter's value on the API's /metrics, for one reason. */
+  async function counted(metric: string, reason: string): Promise<number> {
     const res = await t.http.get('/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(res.status).toBe(200);
-    const line = (res.body as string)
-      .split('\n')
-      .find((l) => l.startsWith(`pacs_ingestion_untrusted_sender_total{reason="${reason}"} `));
+    const line = (res.body as string).split('\n').find((l) => l.startsWith(`${metric}{reason="${reason}"} `));
     return line ? Number(line.split(' ')[1]) : 0;
   }
+  const untrustedCount = (reason: string) => counted('pacs_ingestion_untrusted_sender_total', reason);
+  const doorRefusals = (reason: string) => counted('pacs_dicom_door_refused_total', reason);
 
   let studyCounter = 0;
   const newStudy = (patientId: string): Promise<WrittenStudy> =>
@@ -145,7 +151,7 @@ describe('Device gate: a device is its AE title and its address', () => {
 
   beforeAll(async () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-device-gate-'));
-    ({ t, orthanc } = await startOrthancAndApi({
+    ({ t, orthanc, apiUrl } = await startOrthancAndApi({
       stableAge: 1,
       env: { RECONCILE_INTERVAL: '1', METRICS_TOKEN, QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:device-gate` },
     }));
@@ -245,29 +251,27 @@ describe('Device gate: a device is its AE title and its address', () => {
     expect(await untrustedCount('unknown_aet')).toBe(before + 1);
   });
 
-  it('keeps a study of clinic A in clinic A when a device of clinic B sends it again', async () => {
+  it("refuses a device of clinic B sending a study of clinic A, even once the image server's copy is gone", async () => {
     const study = await newStudy(`A1-${suffix}`);
     const placed = await sendAndPlace(study, CLINIC_A_AET);
     expect(placed.row).toMatchObject({ tenant_id: clinicA.tenant, unit_id: clinicA.unit });
     await db.query(`UPDATE studies SET report_status = 'final' WHERE id = $1`, [placed.row.id]);
-    const [patientBefore] = await db.query(`SELECT tenant_id FROM patients WHERE id = $1`, [placed.row.patient_uuid]);
 
-    // Clinic B's device cannot replace A's archived instances (see below); were they gone from the
-    // image server, it would send them anew: the study job then sees clinic B's device.
+    // Gone from the image server, the study is still archived: the index places it in clinic A.
     expect((await orthancFetch(`/studies/${placed.imgsrvStudyId}`, { method: 'DELETE' })).status).toBe(200);
-    const before = await untrustedCount('other_clinic');
-    const again = await sendAndPlace(study, CLINIC_B_AET);
-    expect(again.imgsrvStudyId).toBe(placed.imgsrvStudyId);
-    expect(again.result).toMatchObject({ quarantined: false, untrusted: 'other_clinic', remoteAet: CLINIC_B_AET });
-    expect(again.row).toMatchObject({
+    const before = await doorRefusals('other_clinic');
+    await expect(sendWithStorescu(study.files, { aet: CLINIC_B_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+      'Received Store Response (Refused: OutOfResources)',
+    );
+    expect(await lookup(study.studyInstanceUid, 'Study')).toBeUndefined();
+    // storescu stops at the first refusal.
+    expect(await doorRefusals('other_clinic')).toBe(before + 1);
+    expect(await studyRow(placed.imgsrvStudyId)).toMatchObject({
       id: placed.row.id,
       tenant_id: clinicA.tenant,
       unit_id: clinicA.unit,
       report_status: 'final',
-      patient_uuid: placed.row.patient_uuid,
     });
-    expect(patientBefore.tenant_id).toBe(clinicA.tenant);
-    expect(await untrustedCount('other_clinic')).toBe(before + 1);
     const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM patients WHERE tenant_id = $1 AND patient_id = $2`, [
       clinicB.tenant,
       `A1-${suffix}`,
@@ -286,6 +290,158 @@ describe('Device gate: a device is its AE title and its address', () => {
     expect(moved.row).toMatchObject({ id: held.row.id, tenant_id: clinicA.tenant, unit_id: clinicA.unit });
     expect(moved.result).toMatchObject({ quarantined: false });
     expect(moved.result.untrusted).toBeUndefined();
+  });
+
+  describe("the study's door: an archived study takes instances only from its own clinic's devices and the service", () => {
+    const refused = 'Received Store Response (Refused: OutOfResources)';
+    let study: WrittenStudy;
+    let imgsrvStudyId: string;
+    let doorDir: string;
+    let copies = 0;
+    const instanceCount = async () =>
+      (await orthancJson(`/studies/${imgsrvStudyId}`)).Series.length > 0
+        ? ((await orthancJson(`/studies/${imgsrvStudyId}/instances`)) as unknown[]).length
+        : 0;
+    const newInstance = () => newInstanceCopy(study.files[0], path.join(doorDir, `copy-${++copies}`));
+
+    beforeAll(async () => {
+      doorDir = path.join(workDir, 'door');
+      study = await newStudy(`D1-${suffix}`);
+      ({ imgsrvStudyId } = await sendAndPlace(study, CLINIC_A_AET));
+      expect((await studyRow(imgsrvStudyId))!.tenant_id).toBe(clinicA.tenant);
+    });
+
+    it.each([
+      ['an unregistered AE title', STRANGER_AET, undefined, 'unregistered_sender'],
+      ["its own clinic's AE title from another address", CLINIC_A_AET, OTHER_ADDRESS, 'unregistered_sender'],
+      ["another clinic's registered device", CLINIC_B_AET, undefined, 'other_clinic'],
+    ])(
+      'refuses a new instance from %s (0xA700, logged, counted), with the same Patient ID',
+      async (_label, aet, fromAddress, reason) => {
+        const before = { count: await instanceCount(), refusals: await doorRefusals(reason) };
+        const copy = await newInstance();
+        await expect(sendWithStorescu([copy], { aet, port: orthanc.dicomPort, fromAddress, verbose: true })).rejects.toThrow(
+          refused,
+        );
+        expect(await instanceCount()).toBe(before.count);
+        expect(await doorRefusals(reason)).toBe(before.refusals + 1);
+        expect(orthanc.log()).toContain(`of study ${study.studyInstanceUid}: study belongs to`);
+        expect(orthanc.log()).toContain(`(${reason})`);
+      },
+    );
+
+    it("refuses a stranger's instance under another Patient ID too", async () => {
+      const before = { count: await instanceCount(), refusals: await doorRefusals('other_patient') };
+      const copy = await otherPatientCopy(study.files[0], path.join(doorDir, `copy-${++copies}`));
+      await expect(sendWithStorescu([copy], { aet: STRANGER_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+        refused,
+      );
+      expect(await instanceCount()).toBe(before.count);
+      expect(await doorRefusals('other_patient')).toBe(before.refusals + 1);
+      const found = (await orthancJson('/tools/lookup', { method: 'POST', body: study.studyInstanceUid })) as Array<{
+        Type: string;
+      }>;
+      expect(found.filter((entry) => entry.Type === 'Study')).toHaveLength(1);
+    });
+
+    it("takes a new instance from the study's own device", async () => {
+      const before = await instanceCount();
+      await sendWithStorescu([await newInstance()], { aet: CLINIC_A_AET, port: orthanc.dicomPort });
+      expect(await instanceCount()).toBe(before + 1);
+    });
+
+    it("takes an instance written through the REST API with the service's account, and no other account's", async () => {
+      const before = await instanceCount();
+      const upload = async (username: string, password: string) =>
+        fetch(`${orthanc.url}/instances`, {
+          method: 'POST',
+          headers: { Authorization: basicAuth(username, password) },
+          body: await fs.readFile(await newInstance()),
+        });
+      expect((await upload(orthanc.viewerUsername, orthanc.viewerPassword)).status).toBe(403);
+      expect(await instanceCount()).toBe(before);
+      expect((await upload(orthanc.username, orthanc.password)).status).toBe(200);
+      expect(await instanceCount()).toBe(before + 1);
+    });
+
+    it('refuses a stranger joining a study a registered device has just sent, before the index has it', async () => {
+      // Sent and asked about at once: the door knows the study's clinic from its sender on the image server.
+      const fresh = await newStudy(`D2-${suffix}`);
+      await sendWithStorescu(fresh.files.slice(0, 1), { aet: CLINIC_A_AET, port: orthanc.dicomPort });
+      const before = await doorRefusals('unregistered_sender');
+      const copy = await newInstanceCopy(fresh.files[0], path.join(doorDir, `copy-${++copies}`));
+      await expect(sendWithStorescu([copy], { aet: STRANGER_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+        refused,
+      );
+      expect(await doorRefusals('unregistered_sender')).toBe(before + 1);
+      await sendWithStorescu(fresh.files.slice(1), { aet: CLINIC_A_AET, port: orthanc.dicomPort });
+      const id = (await lookup(fresh.studyInstanceUid, 'Study'))!;
+      expect(((await orthancJson(`/studies/${id}/instances`)) as unknown[]).length).toBe(fresh.files.length);
+    });
+
+    it("does not let a stranger who sent a UID first claim it: its study stays its own, in quarantine, and nobody else's joins it", async () => {
+      const claimed = await newStudy(`D3-${suffix}`);
+      const held = await sendAndPlace({ ...claimed, files: claimed.files.slice(0, 1) }, STRANGER_AET);
+      expect(held.row.tenant_id).toBe(quarantineTenant);
+      const before = await doorRefusals('quarantined_study');
+      await expect(
+        sendWithStorescu(claimed.files.slice(1), { aet: CLINIC_A_AET, port: orthanc.dicomPort, verbose: true }),
+      ).rejects.toThrow(refused);
+      expect(await doorRefusals('quarantined_study')).toBe(before + 1);
+      expect(((await orthancJson(`/studies/${held.imgsrvStudyId}/instances`)) as unknown[]).length).toBe(1);
+      expect((await studyRow(held.imgsrvStudyId))!.tenant_id).toBe(quarantineTenant);
+    });
+
+    it("quarantines, uncut, a study whose UID is over 64 characters, even one that starts with a clinic's study's UID", async () => {
+      // Clinic A's study with a UID of exactly 64 characters, then a stranger's whose first 64 are the same.
+      const uid64 = `2.25.${'1'.repeat(59)}`;
+      const own = await writeStudy(path.join(workDir, 'uid64'), {
+        patientId: `U1-${suffix}`,
+        patientName: 'DOE^JANE',
+        studyInstanceUid: uid64,
+        series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 32, columns: 32 }],
+      });
+      const placed = await sendAndPlace(own, CLINIC_A_AET);
+      expect(placed.row.tenant_id).toBe(clinicA.tenant);
+      const longUid = `${uid64}.7`;
+      const long = await writeStudy(path.join(workDir, 'uid66'), {
+        patientId: `U1-${suffix}`,
+        patientName: 'DOE^JANE',
+        studyInstanceUid: longUid,
+        series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 32, columns: 32 }],
+      });
+      const before = await untrustedCount('invalid_uid');
+      const held = await sendAndPlace(long, CLINIC_A_AET);
+      expect(held.result).toMatchObject({ quarantined: true, untrusted: 'invalid_uid' });
+      const [row] = await db.query(`SELECT tenant_id, study_instance_uid FROM studies WHERE imgsrv_study_id = $1`, [
+        held.imgsrvStudyId,
+      ]);
+      expect(row).toEqual({ tenant_id: quarantineTenant, study_instance_uid: longUid });
+      expect(await untrustedCount('invalid_uid')).toBe(before + 1);
+      const [{ count }] = await db.query(`SELECT count(*)::int AS count FROM studies WHERE study_instance_uid = $1`, [uid64]);
+      expect(count).toBe(1);
+    });
+
+    it('refuses every instance when the door cannot answer: wrong secret, or nothing listening', async () => {
+      for (const [env, secret] of [
+        [{ PACS_DOOR_URL: `${apiUrl}/api/imgsrv/door` }, 'not-the-secret'],
+        [{ PACS_DOOR_URL: 'http://127.0.0.1:9/api/imgsrv/door' }, undefined],
+      ] as const) {
+        const closed = await startOrthanc({ env, webhookSecret: secret });
+        try {
+          const fresh = await newStudy(`D4-${suffix}`);
+          await expect(
+            sendWithStorescu(fresh.files, { aet: CLINIC_A_AET, port: closed.dicomPort, verbose: true }),
+          ).rejects.toThrow(refused);
+          expect(await orthancJson('/instances', {}, closed)).toEqual([]);
+          expect(closed.log()).toContain(
+            `webhook.lua: refused instance ${fresh.sopInstanceUids[0]} of study ${fresh.studyInstanceUid}: the door`,
+          );
+        } finally {
+          await closed.destroy();
+        }
+      }
+    });
   });
 
   describe('an archived instance', () => {
@@ -317,7 +473,7 @@ describe('Device gate: a device is its AE title and its address', () => {
         );
         expect(await archived(study.sopInstanceUids[0])).toEqual(original);
         expect(orthanc.log()).toContain(
-          `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]} (sent by AE title "${CLINIC_A_AET}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${aet}" from ${fromAddress ?? '127.0.0.1'}`,
+          `webhook.lua: refused instance ${study.sopInstanceUids[0]} of study ${study.studyInstanceUid}: AE title "${aet}" from ${fromAddress ?? '127.0.0.1'} would replace an instance stored by AE title "${CLINIC_A_AET}" from 127.0.0.1 (replaces_instance)`,
         );
       },
     );
@@ -339,7 +495,7 @@ describe('Device gate: a device is its AE title and its address', () => {
       );
       expect(orthanc.log()).toMatch(
         new RegExp(
-          `webhook\\.lua: refused instance [0-9.]+: study ${study.studyInstanceUid.replace(/\./g, '\\.')} is archived for another patient ID`,
+          `webhook\\.lua: refused instance [0-9.]+ of study ${study.studyInstanceUid.replace(/\./g, '\\.')}: study is held for another Patient ID`,
         ),
       );
       const found = (await orthancJson('/tools/lookup', { method: 'POST', body: study.studyInstanceUid })) as Array<{
@@ -379,6 +535,7 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
   const PROBE = 'gate-probe lookup';
   let workDir: string;
   let orthanc: OrthancInstance;
+  let door: ArchivelessDoor;
 
   const orthancFetch = (server: OrthancInstance, pathAndQuery: string, init: RequestInit = {}) =>
     fetch(`${server.url}${pathAndQuery}`, {
@@ -424,16 +581,18 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
         '',
       ].join('\n'),
     );
-    return startOrthanc({ env, extraConfig: { LuaScripts: [WEBHOOK_LUA, probe] } });
+    return startOrthanc({ env: { PACS_DOOR_URL: door.url, ...env }, extraConfig: { LuaScripts: [WEBHOOK_LUA, probe] } });
   }
 
   beforeAll(async () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-device-memory-'));
+    door = await startArchivelessDoor();
     orthanc = await startProbed();
   });
 
   afterAll(async () => {
     await orthanc?.destroy();
+    await door?.close();
     if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   });
 
@@ -461,7 +620,10 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
         refused,
       );
     }
-    expect(orthanc.log()).toContain(`webhook.lua: refused to replace archived instance ${study.sopInstanceUids[1]}`);
+    expect(orthanc.log()).toContain(
+      `webhook.lua: refused instance ${study.sopInstanceUids[1]} of study ${study.studyInstanceUid}`,
+    );
+    expect(orthanc.log()).toContain('would replace an instance stored by');
     // The device goes on: its instances pass, each checked against the archive now.
     expect(
       await lookupsDuring(orthanc, () => sendWithStorescu(study.files.slice(3), { aet: DEVICE, port: orthanc.dicomPort })),
@@ -477,7 +639,7 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
     await expect(sendWithStorescu([intruder], { aet: STRANGER, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
       refused,
     );
-    expect(orthanc.log()).toContain(`study ${study.studyInstanceUid} is archived for another patient ID`);
+    expect(orthanc.log()).toContain(`of study ${study.studyInstanceUid}: study is held for another Patient ID`);
   });
 
   it('sees instances stored through the REST API: the device no longer replaces them over DICOM', async () => {
@@ -492,7 +654,9 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
     await expect(
       sendWithStorescu(study.files.slice(0, 1), { aet: DEVICE, port: orthanc.dicomPort, verbose: true }),
     ).rejects.toThrow(refused);
-    expect(orthanc.log()).toContain(`webhook.lua: refused to replace archived instance ${study.sopInstanceUids[0]}`);
+    expect(orthanc.log()).toContain(
+      `webhook.lua: refused instance ${study.sopInstanceUids[0]} of study ${study.studyInstanceUid}: AE title "${DEVICE}" from 127.0.0.1 would replace an instance stored by the service (origin RestApi)`,
+    );
     expect((await instanceOf(orthanc, study.sopInstanceUids[0]))?.patientName).toBe('EVIL^EVE');
     // The rest of the study still comes in from its device, checked.
     expect(
@@ -513,7 +677,7 @@ describe('Device gate: the filter remembers the studies of one device, and nothi
     const altered = await alteredCopy(study.files[2], path.join(workDir, `altered-${counter}`));
     await expect(sendWithStorescu([altered], { aet: DEVICE, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(refused);
     expect(orthanc.log()).toContain(
-      `webhook.lua: refused to replace archived instance ${study.sopInstanceUids[2]} (sent by AE title "${STRANGER}" from 127.0.0.1, origin DicomProtocol) with one sent by AE title "${DEVICE}"`,
+      `webhook.lua: refused instance ${study.sopInstanceUids[2]} of study ${study.studyInstanceUid}: AE title "${DEVICE}" from 127.0.0.1 would replace an instance stored by AE title "${STRANGER}" from 127.0.0.1 (replaces_instance)`,
     );
     expect((await instanceOf(orthanc, study.sopInstanceUids[2]))?.patientName).toBe('DOE^JANE');
   });

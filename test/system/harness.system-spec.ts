@@ -47,6 +47,8 @@ function startFakeApi(port: number): Promise<{ server: http.Server; requests: Re
         res.end(JSON.stringify(body));
       };
       if (recorded.url === '/api/imgsrv/webhook') return json(200, { status: 'queued' });
+      // The study's door: this harness tests the transport, not who may send.
+      if (recorded.url === '/api/imgsrv/door') return json(200, { allow: true });
       if (recorded.url.startsWith('/api/viewer/token/validate')) {
         return req.headers['x-viewer-token'] === GOOD
           ? json(200, { ok: true })
@@ -236,8 +238,8 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
     nginx = await startNginx({
       apiPort,
       orthancPort: orthanc.httpPort,
-      orthancUser: orthanc.username,
-      orthancPassword: orthanc.password,
+      orthancUser: orthanc.viewerUsername,
+      orthancPassword: orthanc.viewerPassword,
     });
     // Orthanc itself refuses anonymous requests: nginx must add the credentials.
     expect((await fetch(`${orthanc.url}/dicom-web/studies`)).status).toBe(401);

@@ -544,15 +544,16 @@ describe('Ingestion against a real Orthanc', () => {
     expect(invalid.stderr).toContain('--since must be a date written YYYY-MM-DD');
   });
 
-  it('indexes a study sent while the API was down, through the reconciliation of the change feed', async () => {
+  it('indexes a study whose webhook was lost (the API went down after it came in), through the reconciliation of the change feed', async () => {
     const workerDb = workers[0].get<DataSource>(getDataSourceToken());
-    await t.close();
     const written = await writeStudy(path.join(workDir, 'offline'), {
       patientId: `O-${suffix}`,
       patientName: 'OFF^OLIVER',
       series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 32, columns: 32 }],
     });
+    // The study's door is the API: it lets the study in, then stops before the study is stable (2 s).
     const id = await send(written, DEVICE_AET);
+    await t.close();
     const found = await indexed(id, 2, undefined, workerDb);
     expect(found.study.tenant_id).toBe(tenant.id);
     expect(found.thumbnails).toHaveLength(2);
@@ -564,6 +565,21 @@ describe('Ingestion against a real Orthanc', () => {
     expect(orthanc.log()).toMatch(new RegExp(`webhook\\.lua: POST .*(failed for|no successful answer for) study ${id}`));
     const [position] = await workerDb.query(`SELECT value FROM imgsrv_sync_state WHERE key = 'changes.last_seq'`);
     expect(Number(position.value)).toBeGreaterThan(0);
+  });
+
+  it("refuses what a device sends while the API (the study's door) is down: the device keeps it and sends again", async () => {
+    // The API was closed by the test above.
+    const written = await writeStudy(path.join(workDir, 'door-down'), {
+      patientId: `DD-${suffix}`,
+      patientName: 'DOWN^DORA',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 1, rows: 32, columns: 32 }],
+    });
+    await expect(sendWithStorescu(written.files, { aet: DEVICE_AET, port: orthanc.dicomPort, verbose: true })).rejects.toThrow(
+      'Received Store Response (Refused: OutOfResources)',
+    );
+    expect(orthanc.log()).toContain(
+      `webhook.lua: refused instance ${written.sopInstanceUids[0]} of study ${written.studyInstanceUid}: the door`,
+    );
   });
 });
 

@@ -5,7 +5,9 @@
  * over DICOMweb, each request checked by the API's validator. Another tenant's study and an expired
  * token show no image, and nginx logs the 403 / 401.
  */
+import { execFile } from 'child_process';
 import { promises as fs } from 'fs';
+import { promisify } from 'util';
 import * as path from 'path';
 import { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
@@ -20,6 +22,7 @@ import { delay, OrthancInstance } from '../../scripts/stack/orthanc';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);
+const execFileAsync = promisify(execFile);
 
 interface Site {
   aet: string;
@@ -65,6 +68,10 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
       studyDescription: `Browser test ${name}`,
       series: [{ modality: 'CT', seriesNumber: 1, manufacturer: 'ACME', instances: 3, rows: 256, columns: 256 }],
     });
+    // Our study as devices often send: compressed (JPEG-LS lossless), so the viewer's codecs run.
+    if (name === 'OURS') {
+      for (const file of study.files) await execFileAsync('dcmcjpls', [file, file]);
+    }
     return { aet, patientId, token: login.body.access_token, study, studyId: '' };
   }
 
@@ -96,16 +103,31 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
   async function openViewer(
     studyUid: string,
     token: string,
-  ): Promise<{ page: Page; dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> }> {
+  ): Promise<{
+    page: Page;
+    dicomWeb: Array<{ url: string; status: number; auth: string | undefined }>;
+    blocked: string[];
+    frameTypes: string[];
+  }> {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const dicomWeb: Array<{ url: string; status: number; auth: string | undefined }> = [];
+    // What the page's Content-Security-Policy (nginx) blocked, as the browser reports it.
+    const blocked: string[] = [];
+    const frameTypes: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
+    });
+    page.on('pageerror', (error) => {
+      if (/Content Security Policy|Refused to|EvalError|WebAssembly/i.test(error.message)) blocked.push(error.message);
+    });
     page.on('response', (response) => {
+      if (response.url().includes('/frames/')) frameTypes.push(response.headers()['content-type'] ?? '');
       if (response.url().includes('/dicom-web/')) {
         dicomWeb.push({ url: response.url(), status: response.status(), auth: response.request().headers().authorization });
       }
     });
     await page.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${encodeURIComponent(studyUid)}&token=${encodeURIComponent(token)}`);
-    return { page, dicomWeb };
+    return { page, dicomWeb, blocked, frameTypes };
   }
 
   beforeAll(async () => {
@@ -114,7 +136,7 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
     const superAdmin = await createSuperAdminUser(t.db, t.http);
     [ours, theirs] = [await site('OURS', superAdmin.token), await site('THEIRS', superAdmin.token)];
-    await sendWithStorescu(ours.study.files, { aet: ours.aet, port: orthanc.dicomPort });
+    await sendWithStorescu(ours.study.files, { aet: ours.aet, port: orthanc.dicomPort, propose: '-xt' });
     await sendWithStorescu(theirs.study.files, { aet: theirs.aet, port: orthanc.dicomPort });
     await Promise.all([waitUntilIndexed(ours), waitUntilIndexed(theirs)]);
   });
@@ -125,9 +147,14 @@ describe('OHIF viewer in a browser, through nginx, Orthanc, the API and the work
 
   it('shows the study sent by the device: the viewport holds the generated image', async () => {
     const token = await viewerToken(ours);
-    const { page, dicomWeb } = await openViewer(ours.study.studyInstanceUid, token);
+    const { page, dicomWeb, blocked, frameTypes } = await openViewer(ours.study.studyInstanceUid, token);
     try {
       const image = await viewportImage(page, 60_000);
+      // Under the proxy's Content-Security-Policy: OHIF ran without anything blocked, its codecs
+      // included (the frames came as JPEG-LS, decoded in the browser).
+      expect(blocked).toEqual([]);
+      expect(frameTypes.length).toBeGreaterThan(0);
+      expect(frameTypes.every((type) => type.includes('image/jls'))).toBe(true);
       await skipTour(page);
       await page.screenshot({ path: path.join(ARTIFACTS, 'viewer.png') });
       expect(image).not.toBeNull();

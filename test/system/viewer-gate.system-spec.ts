@@ -404,8 +404,8 @@ describe('the viewer gate against the real image server', () => {
       nginx = await startNginx({
         apiPort,
         orthancPort: orthanc.httpPort,
-        orthancUser: orthanc.username,
-        orthancPassword: orthanc.password,
+        orthancUser: orthanc.viewerUsername,
+        orthancPassword: orthanc.viewerPassword,
       });
     });
     afterAll(async () => {

@@ -96,8 +96,8 @@ describe('viewer and images through the real Orthanc and nginx', () => {
     nginx = await startNginx({
       apiPort,
       orthancPort: orthanc.httpPort,
-      orthancUser: orthanc.username,
-      orthancPassword: orthanc.password,
+      orthancUser: orthanc.viewerUsername,
+      orthancPassword: orthanc.viewerPassword,
     });
 
     clinic = await createClinic(t.db, t.http);

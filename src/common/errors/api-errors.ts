@@ -31,6 +31,8 @@ export const ErrorBodies = {
   /** The image server's webhook (the Laravel-era contract's own wording). */
   webhookUnauthorized: { error: 'Unauthorized' },
   webhookIdMissing: { error: 'ID not provided' },
+  /** The image server's door question (webhook.lua) is not the expected JSON object. */
+  doorRequestInvalid: { error: 'Invalid door request' },
   /** The viewer's token validation (nginx auth_request) and token issue. */
   viewerTokenMissing: { error: 'Missing token' },
   viewerTokenInvalid: { error: 'Invalid or expired token' },
@@ -60,6 +62,7 @@ export const Errors = {
   thumbnailNotReady: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.thumbnailNotReady),
   webhookUnauthorized: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.webhookUnauthorized),
   webhookIdMissing: () => new ApiError(HttpStatus.BAD_REQUEST, ErrorBodies.webhookIdMissing),
+  doorRequestInvalid: () => new ApiError(HttpStatus.BAD_REQUEST, ErrorBodies.doorRequestInvalid),
   /** `{ message: "<What> not found." }`, e.g. notFound('Study'). */
   notFound: (what: string) => new ApiError(HttpStatus.NOT_FOUND, { message: `${what} not found.` }),
   /** 422 with the spec's shape; `errors` keyed by the request's own field names. */

@@ -14,7 +14,8 @@ export class Instance extends TimestampedEntity {
   @Column({ type: 'varchar', length: 64 })
   imgsrv_instance_id: string;
 
-  @Column({ type: 'varchar', length: 64 })
+  /** As sent, never cut (longer than 64 characters: an invalid UID, its study in quarantine). */
+  @Column({ type: 'text' })
   sop_instance_uid: string;
 
   @Column({ type: 'integer' })

@@ -14,7 +14,8 @@ export class Series extends TimestampedEntity {
   @Column({ type: 'varchar', length: 64 })
   imgsrv_series_id: string;
 
-  @Column({ type: 'varchar', length: 64 })
+  /** As sent, never cut (longer than 64 characters: an invalid UID, its study in quarantine). */
+  @Column({ type: 'text' })
   series_instance_uid: string;
 
   @Column({ type: 'varchar', length: 16 })

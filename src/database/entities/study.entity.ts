@@ -32,7 +32,8 @@ export class Study extends TimestampedEntity {
   @Column({ type: 'varchar', length: 64 })
   imgsrv_study_id: string;
 
-  @Column({ type: 'varchar', length: 64 })
+  /** As sent, never cut (longer than 64 characters: an invalid UID, its study in quarantine). */
+  @Column({ type: 'text' })
   study_instance_uid: string;
 
   @Column({ type: 'varchar', length: 64 })

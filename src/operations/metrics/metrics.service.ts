@@ -16,7 +16,11 @@ export type IngestionStage = 'listed' | 'indexed';
  * Why a study job's sender did not decide where the study is: `unknown_aet` and `address_mismatch`
  * leave it in quarantine; `other_clinic`: the study already belongs to a clinic, which keeps it.
  */
-export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'other_clinic';
+export type UntrustedSenderReason = 'unknown_aet' | 'address_mismatch' | 'invalid_uid' | 'other_clinic';
+
+/** Why the study's door refused an instance a device sent (see DoorRefusal in src/ingestion/door). */
+export type DicomDoorRefusal =
+  'replaces_instance' | 'other_patient' | 'unregistered_sender' | 'other_clinic' | 'quarantined_study';
 
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
@@ -39,6 +43,7 @@ export class MetricsService {
   private readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
   private readonly viewerValidations: Counter<'result'>;
   private readonly viewerCache: Counter<'result'>;
+  private readonly dicomDoorRefusals: Counter<'reason'>;
   private readonly jobDuration: SharedHistogram;
   private readonly ingestionLagHistogram: SharedHistogram;
   private readonly untrustedSenders: SharedCounter;
@@ -76,6 +81,12 @@ export class MetricsService {
       labelNames: ['result'],
       registers,
     });
+    this.dicomDoorRefusals = new Counter({
+      name: 'pacs_dicom_door_refused_total',
+      help: "Instances a device sent that the study's door refused (C-STORE 0xA700), by reason.",
+      labelNames: ['reason'],
+      registers,
+    });
     const queues = [studyQueue, indexQueue, reconcileQueue];
     new Gauge({
       name: 'pacs_queue_jobs',
@@ -110,7 +121,7 @@ export class MetricsService {
     this.untrustedSenders = new SharedCounter(
       redis,
       'pacs_ingestion_untrusted_sender_total',
-      'Study jobs whose sender did not place the study, by reason: unknown_aet and address_mismatch (quarantine), other_clinic (kept in its clinic).',
+      'Study jobs whose sender did not place the study, by reason: unknown_aet, address_mismatch and invalid_uid (quarantine), other_clinic (kept in its clinic).',
       ['reason'],
     );
     this.registry.registerMetric(this.jobDuration as never);
@@ -136,6 +147,11 @@ export class MetricsService {
   viewerValidation(result: ViewerValidationResult, cacheHit?: boolean): void {
     this.viewerValidations.inc({ result });
     if (cacheHit !== undefined) this.viewerCache.inc({ result: cacheHit ? 'hit' : 'miss' });
+  }
+
+  /** Counted by the API process that answered the image server's door question. */
+  dicomDoorRefusal(reason: DicomDoorRefusal): void {
+    this.dicomDoorRefusals.inc({ reason });
   }
 
   /** A job's run time from its own timestamps; jobs that never started are ignored. */

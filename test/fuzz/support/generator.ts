@@ -355,7 +355,8 @@ export class RequestGenerator {
       if (uri !== undefined) headers['x-original-uri'] = uri;
       facts.viewerCrossTenant = tokenValue === this.world.viewerToken(tokenClinic) && uri !== undefined && uri.includes(theirs);
     }
-    if (op.path === '/api/imgsrv/webhook') {
+    // The image server's two routes (the webhook, the study's door) share its secret.
+    if (op.path === '/api/imgsrv/webhook' || op.path === '/api/imgsrv/door') {
       const secret = rng.weighted<() => string | undefined>([
         [5, () => this.webhookSecret],
         [1, () => undefined],

@@ -1,0 +1,85 @@
+import { MetricsService } from '../../src/operations';
+import { createStudy } from '../support/clinical-factories';
+import { createTenant, createUnit } from '../support/factories';
+import { createTestApp, TestApp } from '../support/app';
+
+/** POST /api/imgsrv/door: the image server's question for each instance a device sends (docs/dicom-door.md). */
+describe('POST /api/imgsrv/door', () => {
+  let t: TestApp;
+  let secret: string;
+  let studyUid: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    secret = t.config.WEBHOOK_SECRET;
+    const register = async (aet: string, ip: string) => {
+      const tenant = await createTenant(t.db);
+      const unit = await createUnit(t.db, tenant.id);
+      await t.db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
+        tenant.id,
+        unit.id,
+        aet,
+        aet,
+        ip,
+      ]);
+      return { tenant: tenant.id, unit: unit.id };
+    };
+    const a = await register(`DOOR_A_${process.pid}`.slice(0, 16), '10.1.0.1');
+    await register(`DOOR_B_${process.pid}`.slice(0, 16), '10.1.0.2');
+    studyUid = (await createStudy(t.db, { tenant_id: a.tenant, unit_id: a.unit })).study_instance_uid;
+  });
+  afterAll(() => t.close());
+
+  const ask = (body: unknown, headers: Record<string, string> = { 'x-webhook-secret': secret }) =>
+    t.http.post('/api/imgsrv/door', { body, headers });
+  const from = (aet: string, ip: string) => ({ Origin: 'DicomProtocol', Aet: aet, Ip: ip });
+  const refusals = async (reason: string) => {
+    const text = (await t.app.get(MetricsService).render()) as string;
+    const line = text.split('\n').find((l) => l.startsWith(`pacs_dicom_door_refused_total{reason="${reason}"} `));
+    return line ? Number(line.split(' ')[1]) : 0;
+  };
+
+  it('answers 401 {error: Unauthorized} without the secret or with a wrong one, before reading the body', async () => {
+    for (const headers of [{}, { 'x-webhook-secret': 'wrong' }] as Array<Record<string, string>>) {
+      const res = await ask({}, headers);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: 'Unauthorized' });
+    }
+  });
+
+  it('answers 400 {error: Invalid door request} for a body that is not the question', async () => {
+    for (const body of [{}, { Sender: 'CT' }, { Sender: {}, StudyInstanceUID: 42 }, ['x']]) {
+      const res = await ask(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'Invalid door request' });
+    }
+  });
+
+  it("lets the study's own clinic's device in and refuses, counting, everyone else", async () => {
+    const own = await ask({
+      StudyInstanceUID: studyUid,
+      PatientID: 'P',
+      Sender: from(`door_a_${process.pid}`.slice(0, 16), '::ffff:10.1.0.1'),
+    });
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({ allow: true });
+
+    const before = await refusals('other_clinic');
+    const other = await ask({
+      StudyInstanceUID: studyUid,
+      PatientID: 'P',
+      Sender: from(`DOOR_B_${process.pid}`.slice(0, 16), '10.1.0.2'),
+    });
+    expect(other.status).toBe(200);
+    expect(other.body).toMatchObject({ allow: false, reason: 'other_clinic' });
+    expect(await refusals('other_clinic')).toBe(before + 1);
+
+    const stranger = await ask({ StudyInstanceUID: studyUid, PatientID: 'P', Sender: from('EVIL', '10.1.0.1') });
+    expect(stranger.body).toMatchObject({ allow: false, reason: 'unregistered_sender' });
+  });
+
+  it('lets anyone start a study nobody holds', async () => {
+    const res = await ask({ StudyInstanceUID: '1.2.3.4.5.6.7.8.9', PatientID: 'P', Sender: from('EVIL', '10.9.9.9') });
+    expect(res.body).toEqual({ allow: true });
+  });
+});
