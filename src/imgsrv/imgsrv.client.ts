@@ -200,8 +200,9 @@ export class ImgsrvClient {
   /**
    * `POST /tools/create-dicom`: a new instance under `parent` (an Orthanc study or series id: the
    * patient and study tags are copied from it), e.g. an Encapsulated PDF with `content` as a data
-   * URL. Not retried here: the caller's job is, and sends the same UIDs again, so a retry stores
-   * the same instance (Orthanc keys instances by their UIDs).
+   * URL, with the series and instance UIDs given in `tags`. Not retried here: the caller's job is,
+   * and sends the same UIDs again, so a retry stores the same instance (Orthanc keys instances by
+   * their UIDs).
    */
   async createDicom(
     parent: string,
@@ -212,7 +213,8 @@ export class ImgsrvClient {
     try {
       const response = await this.http.post<{ ID: string; ParentSeries?: string }>(
         path,
-        { Parent: parent, Tags: tags, Content: content },
+        // Force: with a Parent, Orthanc refuses given UIDs (they count as inherited) unless forced.
+        { Parent: parent, Tags: tags, Content: content, Force: true },
         { maxBodyLength: Infinity, maxContentLength: 1024 * 1024 },
       );
       return response.data;

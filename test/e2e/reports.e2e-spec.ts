@@ -502,6 +502,35 @@ describe('Reports (/api/studies/{id}/reports)', () => {
     });
   });
 
+  describe('GET /api/studies?report_status= (the reporting worklist)', () => {
+    it('lists only the studies in that report state, with an exact total, with and without a search; 422 otherwise', async () => {
+      const c = await createClinic(t.db, t.http);
+      const make = (report_status: 'pending' | 'draft' | 'final', patient_name: string, study_date: string) =>
+        createStudy(t.db, { tenant_id: c.tenant.id, unit_id: c.unit1.id, report_status, patient_name, study_date });
+      const older = await make('pending', 'SOUZA^ANA', '2024-01-01');
+      const newer = await make('pending', 'LIMA^JOÃO', '2024-02-01');
+      const draft = await make('draft', 'SOUZA^BIA', '2024-03-01');
+      const final = await make('final', 'SOUZA^CAIO', '2024-04-01');
+      const list = async (query: Record<string, string>) => {
+        const res = await t.http.get('/api/studies', { token: c.token1, query });
+        expect(res.status).toBe(200);
+        return { ids: res.body.data.map((s: { id: string }) => s.id), total: res.body.total };
+      };
+      expect(await list({ report_status: 'pending' })).toEqual({ ids: [newer.id, older.id], total: 2 });
+      expect(await list({ report_status: 'draft' })).toEqual({ ids: [draft.id], total: 1 });
+      expect(await list({ report_status: 'final' })).toEqual({ ids: [final.id], total: 1 });
+      expect(await list({ report_status: 'pending', search: 'souza' })).toEqual({ ids: [older.id], total: 1 });
+      expect((await list({})).total).toBe(4);
+      // Another unit's user sees none of them.
+      expect((await t.http.get('/api/studies', { token: c.token2, query: { report_status: 'pending' } })).body.total).toBe(0);
+      for (const value of ['PENDING', 'done', '']) {
+        const res = await t.http.get('/api/studies', { token: c.token1, query: { report_status: value } });
+        expect(res.status).toBe(422);
+        expect(res.body.errors).toEqual({ report_status: ['The selected report status is invalid.'] });
+      }
+    });
+  });
+
   describe('access log', () => {
     it('logs every write (report.write), signing (report.sign) and PDF read (report.read)', async () => {
       const { study, doctorToken, doctor } = await setup();
