@@ -94,6 +94,17 @@
         );
       });
       document.body.appendChild(button);
+      // OHIF 3.13's configuration has no entry for a link of our own in its study list or viewer:
+      // the report page is one click away through this button, and lists the studies to report.
+      var reports = document.createElement('a');
+      reports.id = 'pacs-reports';
+      reports.href = '/reports';
+      reports.textContent = 'Reports';
+      reports.title = 'Write and sign reports';
+      reports.style.cssText = button.style.cssText;
+      reports.style.right = '110px';
+      reports.style.textDecoration = 'none';
+      document.body.appendChild(reports);
     }
     if (document.body) add();
     else document.addEventListener('DOMContentLoaded', add);
