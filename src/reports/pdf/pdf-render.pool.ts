@@ -22,13 +22,15 @@ const RENDER_TIMEOUT_MS = 30_000;
 
 /**
  * Renders report PDFs on worker threads, so that laying out a document (tens of milliseconds of
- * CPU) never holds the API's event loop. One thread per core, at most 2, started on first use;
- * requests beyond that wait in order.
+ * CPU) never holds the API's event loop. One thread per core but one, at least 1 and at most 2,
+ * started on first use; requests beyond that wait in order.
  */
 @Injectable()
 export class PdfRenderPool implements OnModuleDestroy {
   private readonly logger = new Logger('PdfRenderPool');
-  private readonly size = Math.max(1, Math.min(2, availableParallelism()));
+  // One core is left to the event loop: on 2 cores, two render threads under 8 concurrent renders
+  // took the list's p99 from 47 to 320 ms (bench/reports.ts).
+  private readonly size = Math.max(1, Math.min(2, availableParallelism() - 1));
   private readonly slots: Slot[] = [];
   private readonly waiting: Pending[] = [];
   private nextId = 1;
