@@ -234,10 +234,11 @@ export class ReportsRepository {
         .execute();
       if ((updated.affected ?? 0) === 0) return null;
       // The next version of the report's PDF; the unique (report_id, version) refuses a race.
-      const [{ next }] = await manager.query(
-        `SELECT COALESCE(max(version), 0) + 1 AS next FROM report_pdfs WHERE report_id = $1`,
-        [signing.pdfReportId],
-      );
+      const { next } = (await manager
+        .createQueryBuilder(ReportPdf, 'p')
+        .select('COALESCE(max(p.version), 0) + 1', 'next')
+        .where('p.report_id = :reportId', { reportId: signing.pdfReportId })
+        .getRawOne<{ next: number }>()) as { next: number };
       const inserted = await manager
         .createQueryBuilder()
         .insert()
@@ -343,11 +344,15 @@ export class ReportsRepository {
 
   /** Keeps the SOP Instance UID chosen for a PDF before it is sent (a retry sends the same instance). */
   async chooseSopInstanceUid(pdfId: string, uid: string): Promise<string> {
-    const [row] = await this.db.query(
-      `UPDATE report_pdfs SET sop_instance_uid = COALESCE(sop_instance_uid, $2) WHERE id = $1 RETURNING sop_instance_uid`,
-      [pdfId, uid],
-    );
-    return (row as Array<{ sop_instance_uid: string }>)[0]?.sop_instance_uid ?? uid;
+    const result = await this.db
+      .createQueryBuilder()
+      .update(ReportPdf)
+      .set({ sop_instance_uid: () => 'COALESCE(sop_instance_uid, :uid)' })
+      .setParameter('uid', uid)
+      .where('id = :pdfId', { pdfId })
+      .returning(['sop_instance_uid'])
+      .execute();
+    return (result.raw as Array<{ sop_instance_uid: string }>)[0]?.sop_instance_uid ?? uid;
   }
 
   async markFiled(pdfId: string, imgsrvInstanceId: string): Promise<void> {
