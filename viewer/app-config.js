@@ -99,6 +99,12 @@
       var reports = document.createElement('a');
       reports.id = 'pacs-reports';
       reports.href = '/reports';
+      // In the viewer (OHIF moves there without reloading the page) the link opens that study's report.
+      reports.addEventListener('click', function () {
+        var uids = new URLSearchParams(window.location.search).get('StudyInstanceUIDs');
+        var inViewer = window.location.pathname.indexOf('/viewer') === 0 && uids;
+        reports.href = inViewer ? '/reports?uid=' + encodeURIComponent(uids.split(',')[0]) : '/reports';
+      });
       reports.textContent = 'Reports';
       reports.title = 'Write and sign reports';
       reports.style.cssText = button.style.cssText;

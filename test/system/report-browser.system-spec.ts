@@ -3,7 +3,8 @@
  * worker: from OHIF's study list one click opens /reports; the doctor picks a study of the
  * worklist, writes, inserts a preset, the draft is saved as they type; a second tab's save makes
  * the first tab's next save stale, which is refused and said; then the report is signed, its PDF
- * opens, and the DOC series filed by the worker reaches the viewer's DICOMweb.
+ * opens, the DOC series filed by the worker shows in the viewer, whose Reports button opens the
+ * study's report page.
  */
 import { execFileSync } from 'child_process';
 import { mkdtempSync, writeFileSync } from 'fs';
@@ -184,7 +185,7 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     expect(text).not.toContain('DRAFT');
   });
 
-  it("files the PDF as the study's DOC series, which the viewer's DICOMweb lists", async () => {
+  it("files the PDF as the study's DOC series, which the viewer shows; its Reports button opens this study's report", async () => {
     await waitUntil(
       'the DOC series in the API',
       async () => {
@@ -206,5 +207,10 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await viewer.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${study.studyInstanceUid}`);
     await viewer.getByText('DOC', { exact: true }).first().waitFor({ timeout: 60_000 });
     await viewer.screenshot({ path: path.join(ARTIFACTS, 'report-doc-series-viewer.png') });
+    // From the viewer, one click opens this study's report page.
+    await viewer.locator('#pacs-reports').click({ timeout: 60_000 });
+    await viewer.waitForURL(`${nginx.url}/reports?study=${studyId}`, { timeout: 30_000 });
+    await viewer.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
+    await viewer.getByText('Report (signed)').waitFor();
   });
 });

@@ -313,6 +313,36 @@
     if (id) selectStudy(id);
   });
 
-  var wanted = new URLSearchParams(window.location.search).get('study');
-  loadWorklist().then(function () { if (wanted) return selectStudy(wanted); });
+  /**
+   * The API's id of a study named by its Study Instance UID (the viewer's link): the study search
+   * gives its Patient ID, the list searched by that id holds the study (both within the caller's scope).
+   */
+  function studyIdOfUid(uid) {
+    return api('GET', '/api/dicom-web/studies?StudyInstanceUID=' + encodeURIComponent(uid)).then(function (answer) {
+      var found = answer.status === 200 && answer.body && answer.body[0];
+      var patientId = found && found['00100020'] && found['00100020'].Value && found['00100020'].Value[0];
+      if (!patientId) return null;
+      return api('GET', '/api/studies?search=' + encodeURIComponent(patientId)).then(function (list) {
+        var row = list.status === 200 ? list.body.data.filter(function (s) { return s.study_instance_uid === uid; })[0] : null;
+        return row ? row.id : null;
+      });
+    });
+  }
+
+  var params = new URLSearchParams(window.location.search);
+  var wanted = params.get('study');
+  var wantedUid = params.get('uid');
+  loadWorklist().then(function () {
+    if (wanted) return selectStudy(wanted);
+    if (wantedUid) {
+      return studyIdOfUid(wantedUid).then(function (id) {
+        if (!id) {
+          text($('nothing'), 'That study is not one you can see.');
+          return;
+        }
+        history.replaceState(null, '', '/reports?study=' + encodeURIComponent(id));
+        return selectStudy(id);
+      });
+    }
+  });
 })();
