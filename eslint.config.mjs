@@ -16,6 +16,7 @@ const FEATURES = [
   'ingestion',
   'operations',
   'patients',
+  'reports',
   'studies',
   'tenant',
   'viewer',
@@ -60,8 +61,11 @@ const LIBRARY_HOMES = [
       'src/ingestion/ingestion-queue.service.ts',
       'src/ingestion/ingestion.worker.ts',
       'src/operations/**',
+      'src/reports/report-filing.queue.ts',
+      'src/reports/report-filing.worker.ts',
     ],
-    message: 'Queues are reached through the queue code (src/common/queues, the ingestion queue and worker) and operations.',
+    message:
+      'Queues are reached through the queue code (src/common/queues, the ingestion queue and worker) operations and the report filing queue.',
   },
 ];
 

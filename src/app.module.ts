@@ -12,6 +12,7 @@ import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
 import { PatientsModule } from './patients/patients.module';
+import { ReportsModule, ReportsWorkerModule } from './reports/reports.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
@@ -39,6 +40,7 @@ import { ViewerModule } from './viewer/viewer.module';
     StudiesModule,
     PatientsModule,
     ViewerModule,
+    ReportsModule,
     IngestionModule,
     OperationsModule,
   ],
@@ -47,6 +49,6 @@ export class ApiModule {}
 
 /** The queue worker process: no HTTP, only processors. */
 @Module({
-  imports: [CoreModule, IngestionWorkerModule, OperationsWorkerModule],
+  imports: [CoreModule, IngestionWorkerModule, OperationsWorkerModule, ReportsWorkerModule],
 })
 export class WorkerModule {}

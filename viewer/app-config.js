@@ -94,6 +94,23 @@
         );
       });
       document.body.appendChild(button);
+      // OHIF 3.13's configuration has no entry for a link of our own in its study list or viewer:
+      // the report page is one click away through this button, and lists the studies to report.
+      var reports = document.createElement('a');
+      reports.id = 'pacs-reports';
+      reports.href = '/reports';
+      // In the viewer (OHIF moves there without reloading the page) the link opens that study's report.
+      reports.addEventListener('click', function () {
+        var uids = new URLSearchParams(window.location.search).get('StudyInstanceUIDs');
+        var inViewer = window.location.pathname.indexOf('/viewer') === 0 && uids;
+        reports.href = inViewer ? '/reports?uid=' + encodeURIComponent(uids.split(',')[0]) : '/reports';
+      });
+      reports.textContent = 'Reports';
+      reports.title = 'Write and sign reports';
+      reports.style.cssText = button.style.cssText;
+      reports.style.right = '110px';
+      reports.style.textDecoration = 'none';
+      document.body.appendChild(reports);
     }
     if (document.body) add();
     else document.addEventListener('DOMContentLoaded', add);

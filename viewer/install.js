@@ -6,7 +6,8 @@
  * The package is fetched with `npm pack` (the registry tarball alone: none of its ~2,000 build
  * dependencies are needed to serve a built site) and checked against the pinned integrity.
  * Idempotent: a matching viewer/dist is kept and only this project's files are refreshed:
- * app-config.js and the sign-in page (viewer/login, served at /login).
+ * app-config.js, the sign-in page (viewer/login, served at /login) and the report page
+ * (viewer/reports, served at /reports).
  *
  *   node viewer/install.js            install or refresh
  *   node viewer/install.js --check    exit 1 unless the pinned version is installed
@@ -36,9 +37,14 @@ function installed() {
 }
 
 function copyConfig() {
+  // A new file, never a write into the old one: a viewer/dist copied with hard links (one per
+  // worktree) shares that file with the others.
+  fs.rmSync(path.join(target, 'app-config.js'), { force: true });
   fs.copyFileSync(path.join(here, 'app-config.js'), path.join(target, 'app-config.js'));
   fs.rmSync(path.join(target, 'login'), { recursive: true, force: true });
   fs.cpSync(path.join(here, 'login'), path.join(target, 'login'), { recursive: true });
+  fs.rmSync(path.join(target, 'reports'), { recursive: true, force: true });
+  fs.cpSync(path.join(here, 'reports'), path.join(target, 'reports'), { recursive: true });
 }
 
 function install() {

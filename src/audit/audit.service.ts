@@ -1,7 +1,15 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 
-export type AccessAction = 'study.view' | 'study.image' | 'study.thumbnail' | 'series.thumbnail' | 'viewer_token.issue';
+export type AccessAction =
+  | 'study.view'
+  | 'study.image'
+  | 'study.thumbnail'
+  | 'series.thumbnail'
+  | 'viewer_token.issue'
+  | 'report.read'
+  | 'report.write'
+  | 'report.sign';
 
 /** What a caller tells the access log; ids that are not uuids are stored as null. */
 export interface AccessEntry {

@@ -197,6 +197,32 @@ export class ImgsrvClient {
     return Number(stats?.CountStudies) || 0;
   }
 
+  /**
+   * `POST /tools/create-dicom`: a new instance under `parent` (an Orthanc study or series id: the
+   * patient and study tags are copied from it), e.g. an Encapsulated PDF with `content` as a data
+   * URL, with the series and instance UIDs given in `tags`. Not retried here: the caller's job is,
+   * and sends the same UIDs again, so a retry stores the same instance (Orthanc keys instances by
+   * their UIDs).
+   */
+  async createDicom(
+    parent: string,
+    tags: Record<string, string>,
+    content: string,
+  ): Promise<{ ID: string; ParentSeries?: string }> {
+    const path = '/tools/create-dicom';
+    try {
+      const response = await this.http.post<{ ID: string; ParentSeries?: string }>(
+        path,
+        // Force: with a Parent, Orthanc refuses given UIDs (they count as inherited) unless forced.
+        { Parent: parent, Tags: tags, Content: content, Force: true },
+        { maxBodyLength: Infinity, maxContentLength: 1024 * 1024 },
+      );
+      return response.data;
+    } catch (error) {
+      throw toImgsrvError(error, path);
+    }
+  }
+
   private async get<T>(path: string, config: AxiosRequestConfig = {}): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {

@@ -84,16 +84,23 @@ export class StudyJobService {
     };
   }
 
-  /** The sending device as the image server recorded it on the study's first instance. */
+  /**
+   * The sending device as the image server recorded it on the first instance of a series a device
+   * sent. Series written through the REST API (the service's own, e.g. a signed report filed as a
+   * DOC series) name no device: they are read only when no series was sent by one.
+   */
   private async originOf(study: OrthancStudy): Promise<{ remoteAet: string | null; remoteIp: string | null }> {
+    let written: { remoteAet: string | null; remoteIp: string | null } | null = null;
     for (const seriesId of study.Series ?? []) {
       const series = await this.imgsrv.getSeries(seriesId);
       const instanceId = series?.Instances?.[0];
       if (!instanceId) continue;
       const metadata = await this.imgsrv.getInstanceMetadata(instanceId);
       if (!metadata) continue;
-      return { remoteAet: metadata.RemoteAET ?? null, remoteIp: metadata.RemoteIP ?? null };
+      const origin = { remoteAet: metadata.RemoteAET ?? null, remoteIp: metadata.RemoteIP ?? null };
+      if (metadata.Origin !== 'RestApi') return origin;
+      written ??= origin;
     }
-    return { remoteAet: null, remoteIp: null };
+    return written ?? { remoteAet: null, remoteIp: null };
   }
 }

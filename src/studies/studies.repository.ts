@@ -20,6 +20,7 @@ export interface StudyFilter {
   search?: string;
   patientUuid?: string;
   excludeId?: string;
+  reportStatus?: 'pending' | 'draft' | 'final';
 }
 
 export interface ThumbnailImage {
@@ -119,6 +120,7 @@ export class StudiesRepository {
     const parts = [listScopeSql(STUDIES_LIST, scope, p, onRows)];
     if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
     if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
+    if (filter.reportStatus) parts.push(`s.report_status = ${p.add(filter.reportStatus)}`);
     return parts.join(' AND ');
   }
 
@@ -152,7 +154,8 @@ export class StudiesRepository {
   }
 
   private totalSql(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
-    if (filter.patientUuid) return listCountSql(STUDIES_LIST, this.conditions(scope, filter, p));
+    // The counters hold whole scopes: a patient's studies or a report state are counted directly.
+    if (filter.patientUuid || filter.reportStatus) return listCountSql(STUDIES_LIST, this.conditions(scope, filter, p));
     const counted = this.totals.studies(scope, p).total as string;
     if (!filter.excludeId) return counted;
     const inScope = listScopeSql(STUDIES_LIST, scope, p);
@@ -170,7 +173,14 @@ export class StudiesRepository {
     return this.searches.page<Study>(
       {
         spec: STUDIES_LIST,
-        key: JSON.stringify(['studies', scope, filter.patientUuid ?? null, filter.excludeId ?? null, search]),
+        key: JSON.stringify([
+          'studies',
+          scope,
+          filter.patientUuid ?? null,
+          filter.excludeId ?? null,
+          filter.reportStatus ?? null,
+          search,
+        ]),
         search,
         scope,
         counters: (p) => this.totals.studies(scope, p),
@@ -178,9 +188,14 @@ export class StudiesRepository {
         conditions: (p, onRows) => this.conditions(scope, filter, p, onRows),
         // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
         count: (counted, p) =>
-          filter.patientUuid || filter.excludeId ? counted : listSearchCountSql(STUDIES_LIST, scope, search, counted, p),
+          filter.patientUuid || filter.excludeId || filter.reportStatus
+            ? counted
+            : listSearchCountSql(STUDIES_LIST, scope, search, counted, p),
         // The kept pages hold a whole tenant's studies, as its admin sees them.
-        piecePagesTenant: scope.kind === 'tenant' && !filter.patientUuid && !filter.excludeId ? scope.tenantId : undefined,
+        piecePagesTenant:
+          scope.kind === 'tenant' && !filter.patientUuid && !filter.excludeId && !filter.reportStatus
+            ? scope.tenantId
+            : undefined,
       },
       offset,
       limit,

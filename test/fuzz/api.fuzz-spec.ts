@@ -34,6 +34,7 @@ const LEAK =
 
 const TENANT_ADMIN_WRITES = (op: Operation) =>
   (op.path.startsWith('/api/tenant/templates') && op.method !== 'GET') ||
+  (op.path.startsWith('/api/tenant/report-presets') && op.method !== 'GET') ||
   (op.path === '/api/tenant/settings' && op.method === 'PATCH');
 const UNIT_SCOPED = (op: Operation) => /^\/api\/(studies|series|patients)\/\{/.test(op.path);
 

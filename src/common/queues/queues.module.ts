@@ -10,7 +10,10 @@ export const INDEX_QUEUE = 'index';
 /** Periodic reconciliation with the image server's change feed. */
 export const RECONCILE_QUEUE = 'reconcile';
 
-export const QUEUE_NAMES = [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE];
+/** Files each signed report's PDF in the image server, as a DICOM Encapsulated PDF of the study. */
+export const REPORT_FILING_QUEUE = 'report-filing';
+
+export const QUEUE_NAMES = [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE];
 
 /**
  * Bull connected to REDIS_URL with QUEUE_PREFIX; shared by the API (producer) and the worker. Not

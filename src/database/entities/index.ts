@@ -1,6 +1,9 @@
 import { Instance } from './instance.entity';
 import { Modality } from './modality.entity';
 import { Patient } from './patient.entity';
+import { Report } from './report.entity';
+import { ReportPdf } from './report-pdf.entity';
+import { ReportPreset } from './report-preset.entity';
 import { ReportTemplate } from './report-template.entity';
 import { Series } from './series.entity';
 import { Study } from './study.entity';
@@ -9,7 +12,36 @@ import { Thumbnail } from './thumbnail.entity';
 import { Unit } from './unit.entity';
 import { User } from './user.entity';
 
-export { Instance, Modality, Patient, ReportTemplate, Series, Study, Tenant, Thumbnail, Unit, User };
+export {
+  Instance,
+  Modality,
+  Patient,
+  Report,
+  ReportPdf,
+  ReportPreset,
+  ReportTemplate,
+  Series,
+  Study,
+  Tenant,
+  Thumbnail,
+  Unit,
+  User,
+};
 export type { ReportStatus } from './study.entity';
+export type { ReportKind, ReportState } from './report.entity';
 
-export const ENTITIES = [Tenant, Unit, User, Modality, Patient, Study, Series, Instance, Thumbnail, ReportTemplate];
+export const ENTITIES = [
+  Tenant,
+  Unit,
+  User,
+  Modality,
+  Patient,
+  Study,
+  Series,
+  Instance,
+  Thumbnail,
+  ReportTemplate,
+  Report,
+  ReportPdf,
+  ReportPreset,
+];

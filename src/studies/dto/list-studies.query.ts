@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsUUID } from 'class-validator';
+import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { SearchPageQueryDto } from '../../common/pagination';
 
 /** GET /api/studies: `search` (patient name, patient id, accession number), filters, `page`. */
@@ -13,4 +13,12 @@ export class ListStudiesQueryDto extends SearchPageQueryDto {
   @IsOptional()
   @IsUUID('all', { message: 'The exclude_id field must be a valid UUID.' })
   exclude_id?: string;
+
+  @ApiPropertyOptional({
+    enum: ['pending', 'draft', 'final'],
+    description: 'Only the studies in this report state (a worklist)',
+  })
+  @IsOptional()
+  @IsIn(['pending', 'draft', 'final'], { message: 'The selected report status is invalid.' })
+  report_status?: 'pending' | 'draft' | 'final';
 }

@@ -96,6 +96,7 @@ const KIND_BY_SEGMENT: Record<string, IdKind> = {
   instances: 'instance',
   patients: 'patient',
   templates: 'template',
+  'report-presets': 'preset',
   tenants: 'tenant',
   units: 'unit',
   users: 'user',
@@ -111,6 +112,7 @@ const KIND_BY_FIELD: Record<string, IdKind> = {
   seriesId: 'series',
   series_id: 'series',
   instance: 'instance',
+  reportId: 'report',
 };
 
 function kindOfPathParam(path: string, name: string): IdKind {

@@ -6,7 +6,8 @@ import { TestApp } from '../../support/app';
 import { createImagedStudy, createThumbnail, fakeJpeg } from '../../support/clinical-factories';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser } from '../../support/factories';
 
-export type IdKind = 'study' | 'series' | 'instance' | 'patient' | 'template' | 'tenant' | 'unit' | 'user' | 'modality';
+export type IdKind =
+  'study' | 'series' | 'instance' | 'patient' | 'template' | 'tenant' | 'unit' | 'user' | 'modality' | 'report' | 'preset';
 
 /** Valid callers: a token is minted per request, so logout and refresh never spend a fixture. */
 export const VALID_CALLERS = ['user', 'user2', 'admin', 'root', 'userB', 'adminB'] as const;
@@ -37,6 +38,9 @@ interface ClinicRecords {
   templateId: string;
   modalityId: string;
   viewerToken: string;
+  /** A draft report on each study (unit 1, unit 2). */
+  reportIds: [string, string];
+  presetId: string;
 }
 
 /**
@@ -50,7 +54,13 @@ export class FuzzWorld {
   root!: Awaited<ReturnType<typeof createSuperAdminUser>>;
   private subjects = new Map<ValidCaller, TokenSubject>();
   private hostile = new Map<HostileCaller, string>();
-  private snapshot: { users: unknown[]; tenants: string[]; units: string[]; templates: string[] } | null = null;
+  private snapshot: {
+    users: unknown[];
+    tenants: string[];
+    units: string[];
+    templates: string[];
+    presets: string[];
+  } | null = null;
 
   constructor(
     private readonly t: TestApp,
@@ -98,7 +108,29 @@ export class FuzzWorld {
     );
     const issued = await t.http.post('/api/viewer/token', { token: clinic.token1, body: { study_id: study1.study.id } });
     if (issued.status !== 200) throw new Error(`viewer token: ${issued.status} ${JSON.stringify(issued.body)}`);
-    return { clinic, study1, study2, templateId: template.id, modalityId: modality.id, viewerToken: issued.body.token };
+    const reportIds: string[] = [];
+    for (const { study } of [study1, study2]) {
+      const [report] = await t.db.query(
+        `INSERT INTO reports (study_id, tenant_id, unit_id, kind, findings, author_id)
+         VALUES ($1, $2, $3, 'report', 'Fuzz findings', $4) RETURNING id`,
+        [study.id, clinic.tenant.id, study.unit_id, clinic.admin.id],
+      );
+      reportIds.push(report.id);
+    }
+    const [preset] = await t.db.query(
+      `INSERT INTO report_presets (tenant_id, unit_id, name, modality, findings) VALUES ($1, $2, 'Fuzz preset', 'CT', 'x') RETURNING id`,
+      [clinic.tenant.id, clinic.unit1.id],
+    );
+    return {
+      clinic,
+      study1,
+      study2,
+      templateId: template.id,
+      modalityId: modality.id,
+      viewerToken: issued.body.token,
+      reportIds: reportIds as [string, string],
+      presetId: preset.id,
+    };
   }
 
   private async buildHostileTokens(): Promise<void> {
@@ -200,6 +232,13 @@ export class FuzzWorld {
           ];
         case 'modality':
           return [{ id: c.modalityId, clinic: tag }];
+        case 'report':
+          return [
+            { id: c.reportIds[0], clinic: tag },
+            { id: c.reportIds[1], clinic: tag, unit2: true },
+          ];
+        case 'preset':
+          return [{ id: c.presetId, clinic: tag }];
       }
     };
     return [...of(this.a, 'a'), ...of(this.b, 'b')];
@@ -227,6 +266,7 @@ export class FuzzWorld {
       tenants: [this.a.clinic.tenant.id, this.b.clinic.tenant.id],
       units: [this.a, this.b].flatMap((c) => [c.clinic.unit1.id, c.clinic.unit2.id]),
       templates: [this.a.templateId, this.b.templateId],
+      presets: [this.a.presetId, this.b.presetId],
     };
   }
 
@@ -249,6 +289,9 @@ export class FuzzWorld {
       `UPDATE report_templates SET deleted_at = NULL, is_active = false WHERE id = ANY($1) AND deleted_at IS NOT NULL`,
       [s.templates],
     );
+    await this.t.db.query(`UPDATE report_presets SET deleted_at = NULL WHERE id = ANY($1) AND deleted_at IS NOT NULL`, [
+      s.presets,
+    ]);
     accounts.forgetAll();
   }
 }

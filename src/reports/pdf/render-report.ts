@@ -1,0 +1,310 @@
+import PDFDocument from 'pdfkit';
+import { ReportDocument, ReportLetterhead, ReportPart, ReportSignature, SECTION_NAMES } from './report-document';
+
+/** A4 in PDF points, as pdfkit sizes it. */
+export const A4 = { width: 595.28, height: 841.89 };
+
+const SECTION_TITLES: Record<(typeof SECTION_NAMES)[number], string> = {
+  indication: 'Indication',
+  technique: 'Technique',
+  findings: 'Findings',
+  impression: 'Impression',
+};
+
+/** The 14 standard fonts pdfkit embeds by name; their WinAnsi encoding covers Portuguese (Ã, Ç, É, Õ). */
+const FONTS: Record<string, { regular: string; bold: string }> = {
+  helvetica: { regular: 'Helvetica', bold: 'Helvetica-Bold' },
+  times: { regular: 'Times-Roman', bold: 'Times-Bold' },
+  courier: { regular: 'Courier', bold: 'Courier-Bold' },
+};
+
+type Align = 'left' | 'center' | 'right';
+
+/**
+ * The template's layout document as the renderer reads it, each value checked and defaulted
+ * (templates store `layout` and `page` as free JSON objects):
+ * `layout.regions.{header,footer}.{height,text}`, `layout.slots.{logo,unit_name,signature}.{align,width}`
+ * (`visible: false` hides a slot), `layout.typography.{font,size,heading_size,color}`,
+ * `page.margins.{top,right,bottom,left}`.
+ */
+export interface ResolvedLayout {
+  header: { height: number; text: string | null };
+  footer: { height: number; text: string | null };
+  logo: { align: Align; width: number; visible: boolean };
+  unitName: { align: Align; visible: boolean };
+  signature: { align: Align; width: number; visible: boolean };
+  font: { regular: string; bold: string };
+  size: number;
+  headingSize: number;
+  color: string;
+  margins: { top: number; right: number; bottom: number; left: number };
+}
+
+const obj = (value: unknown): Record<string, unknown> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+const num = (value: unknown, min: number, max: number, fallback: number): number =>
+  typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max ? value : fallback;
+const text = (value: unknown, max = 500): string | null =>
+  typeof value === 'string' && value.trim() !== '' ? value.slice(0, max) : null;
+const align = (value: unknown, fallback: Align): Align =>
+  value === 'left' || value === 'center' || value === 'right' ? value : fallback;
+const color = (value: unknown): string => (typeof value === 'string' && /^#[0-9a-f]{6}$/i.test(value) ? value : '#222222');
+
+export function resolveLayout(layout: Record<string, unknown>, page: Record<string, unknown>): ResolvedLayout {
+  const regions = obj(layout.regions);
+  const slots = obj(layout.slots);
+  const typography = obj(layout.typography);
+  const header = obj(regions.header);
+  const footer = obj(regions.footer);
+  const logo = obj(slots.logo);
+  const unitName = obj(slots.unit_name);
+  const signature = obj(slots.signature);
+  const margins = obj(page.margins);
+  const font = FONTS[String(typography.font ?? '').toLowerCase()] ?? FONTS.helvetica;
+  const size = num(typography.size, 6, 18, 10);
+  return {
+    header: { height: num(header.height, 40, 250, 90), text: text(header.text) },
+    footer: { height: num(footer.height, 20, 150, 40), text: text(footer.text) },
+    logo: { align: align(logo.align, 'left'), width: num(logo.width, 20, 250, 120), visible: logo.visible !== false },
+    unitName: { align: align(unitName.align, 'right'), visible: unitName.visible !== false },
+    signature: {
+      align: align(signature.align, 'right'),
+      width: num(signature.width, 40, 250, 150),
+      visible: signature.visible !== false,
+    },
+    font,
+    size,
+    headingSize: num(typography.heading_size, 6, 24, size + 2),
+    color: color(typography.color),
+    margins: {
+      top: num(margins.top, 10, 200, 36),
+      right: num(margins.right, 10, 200, 50),
+      bottom: num(margins.bottom, 10, 200, 36),
+      left: num(margins.left, 10, 200, 50),
+    },
+  };
+}
+
+function imageBytes(dataUrl: string | null | undefined): Buffer | null {
+  if (!dataUrl) return null;
+  const match = /^data:image\/(?:png|jpeg);base64,(.*)$/s.exec(dataUrl);
+  return match ? Buffer.from(match[1], 'base64') : null;
+}
+
+const formatDate = (iso: string | null): string => {
+  if (!iso) return '—';
+  const [y, m, d] = iso.slice(0, 10).split('-');
+  return y && m && d ? `${d}/${m}/${y}` : iso;
+};
+const formatDateTime = (iso: string): string => {
+  const at = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${pad(at.getUTCDate())}/${pad(at.getUTCMonth() + 1)}/${at.getUTCFullYear()} ${pad(at.getUTCHours())}:${pad(at.getUTCMinutes())} UTC`;
+};
+const sexLabel = (sex: string | null) => (sex === 'M' ? 'Male' : sex === 'F' ? 'Female' : '—');
+
+/** Renders the report PDF: A4, real text (standard fonts), the template's letterhead on every page. */
+export function renderReport(input: ReportDocument): Promise<Buffer> {
+  const { letterhead } = input;
+  const layout = resolveLayout(letterhead.layout, letterhead.page);
+  const m = layout.margins;
+  const doc = new PDFDocument({
+    size: 'A4',
+    bufferPages: true,
+    margins: { top: m.top + layout.header.height, bottom: m.bottom + layout.footer.height, left: m.left, right: m.right },
+    info: { Title: `Report — ${letterhead.patient.name}`, Creator: letterhead.clinic_name, Producer: 'pacs-archive' },
+  });
+  const chunks: Buffer[] = [];
+  const done = new Promise<Buffer>((resolve, reject) => {
+    doc.on('data', (chunk: Buffer) => chunks.push(chunk));
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+  });
+
+  const background = letterhead.background ? imageBytes(letterhead.background.data_url) : null;
+  const logo = layout.logo.visible ? imageBytes(letterhead.logo) : null;
+  const decorate = () => drawLetterhead(doc, layout, letterhead, background, logo);
+  doc.on('pageAdded', decorate);
+  decorate();
+
+  doc.fillColor(layout.color);
+  drawPatientHeader(doc, layout, letterhead);
+  input.parts.forEach((part, index) => drawPart(doc, layout, part, index));
+  drawFooters(doc, layout, input.draft);
+  doc.end();
+  return done;
+}
+
+function drawLetterhead(
+  doc: PDFKit.PDFDocument,
+  layout: ResolvedLayout,
+  letterhead: ReportLetterhead,
+  background: Buffer | null,
+  logo: Buffer | null,
+): void {
+  const { x, y } = doc;
+  const m = layout.margins;
+  const width = A4.width - m.left - m.right;
+  if (background && letterhead.background) {
+    doc.save().opacity(letterhead.background.opacity);
+    doc.image(background, 0, 0, { width: A4.width, height: A4.height });
+    doc.restore();
+  }
+  const top = m.top;
+  const height = layout.header.height - 16;
+  if (logo) {
+    const left =
+      layout.logo.align === 'left'
+        ? m.left
+        : layout.logo.align === 'right'
+          ? A4.width - m.right - layout.logo.width
+          : (A4.width - layout.logo.width) / 2;
+    doc.image(logo, left, top, { fit: [layout.logo.width, height] });
+  }
+  if (layout.unitName.visible) {
+    doc.font(layout.font.bold).fontSize(layout.headingSize).fillColor(layout.color);
+    doc.text(letterhead.clinic_name, m.left, top, { width, align: layout.unitName.align, lineBreak: false });
+    doc.font(layout.font.regular).fontSize(layout.size);
+    doc.text(letterhead.unit_name, m.left, top + layout.headingSize + 4, {
+      width,
+      align: layout.unitName.align,
+      lineBreak: false,
+    });
+  }
+  if (layout.header.text) {
+    doc.font(layout.font.regular).fontSize(layout.size - 1);
+    doc.text(layout.header.text, m.left, top + layout.headingSize + layout.size + 10, {
+      width,
+      align: layout.unitName.align,
+      height: height - layout.headingSize - layout.size - 10,
+      ellipsis: true,
+    });
+  }
+  doc
+    .moveTo(m.left, top + layout.header.height - 10)
+    .lineTo(A4.width - m.right, top + layout.header.height - 10)
+    .lineWidth(0.5)
+    .strokeColor('#999999')
+    .stroke();
+  doc.font(layout.font.regular).fontSize(layout.size).fillColor(layout.color);
+  doc.x = x;
+  doc.y = y;
+}
+
+function drawPatientHeader(doc: PDFKit.PDFDocument, layout: ResolvedLayout, letterhead: ReportLetterhead): void {
+  const { patient, study } = letterhead;
+  const rows: Array<[string, string]> = [
+    ['Patient', patient.name],
+    ['Patient ID', patient.id],
+    ['Birth date', formatDate(patient.birth_date)],
+    ['Sex', sexLabel(patient.sex)],
+    ['Study date', formatDate(study.date)],
+    ['Description', study.description ?? '—'],
+    ['Accession number', study.accession_number ?? '—'],
+    ['Modality', study.modalities.length > 0 ? study.modalities.join(', ') : '—'],
+  ];
+  const left = doc.page.margins.left;
+  const width = A4.width - left - doc.page.margins.right;
+  const column = width / 2;
+  for (let n = 0; n < rows.length; n += 2) {
+    const y = doc.y;
+    for (let c = 0; c < 2 && n + c < rows.length; c++) {
+      const [label, value] = rows[n + c];
+      doc
+        .font(layout.font.bold)
+        .fontSize(layout.size)
+        .text(`${label}: `, left + c * column, y, { continued: true, width: column - 6 });
+      doc.font(layout.font.regular).text(value);
+    }
+    doc.y = Math.max(doc.y, y + layout.size + 4);
+  }
+  doc.x = left;
+  doc.moveDown(1);
+}
+
+function drawPart(doc: PDFKit.PDFDocument, layout: ResolvedLayout, part: ReportPart, index: number): void {
+  const left = doc.page.margins.left;
+  const width = A4.width - left - doc.page.margins.right;
+  if (part.kind === 'addendum') {
+    doc.moveDown(1);
+    const title = part.signed ? `Addendum ${index} — signed ${formatDateTime(part.signed.at)}` : `Addendum ${index} — draft`;
+    doc
+      .font(layout.font.bold)
+      .fontSize(layout.headingSize + 1)
+      .text(title, left, doc.y, { width });
+    doc.moveDown(0.5);
+  }
+  for (const name of SECTION_NAMES) {
+    const body = part[name];
+    if (!body || body.trim() === '') continue;
+    doc.font(layout.font.bold).fontSize(layout.headingSize).text(SECTION_TITLES[name], left, doc.y, { width });
+    doc.moveDown(0.2);
+    doc.font(layout.font.regular).fontSize(layout.size).text(body, left, doc.y, { width, align: 'justify' });
+    doc.moveDown(0.8);
+  }
+  if (part.signed) drawSignature(doc, layout, part.signed);
+}
+
+function drawSignature(doc: PDFKit.PDFDocument, layout: ResolvedLayout, signed: ReportSignature): void {
+  const slot = layout.signature;
+  const image = slot.visible ? imageBytes(signed.image) : null;
+  const blockHeight = (image ? 60 : 0) + layout.size * 4 + 20;
+  if (doc.y + blockHeight > A4.height - doc.page.margins.bottom) doc.addPage();
+  const m = doc.page.margins;
+  const left =
+    slot.align === 'left' ? m.left : slot.align === 'right' ? A4.width - m.right - slot.width : (A4.width - slot.width) / 2;
+  doc.moveDown(1);
+  if (image) {
+    doc.image(image, left, doc.y, { fit: [slot.width, 60], align: 'center' });
+    doc.y += 62;
+  }
+  doc
+    .moveTo(left, doc.y)
+    .lineTo(left + slot.width, doc.y)
+    .lineWidth(0.5)
+    .strokeColor('#555555')
+    .stroke();
+  doc.y += 4;
+  doc.font(layout.font.bold).fontSize(layout.size).text(signed.name, left, doc.y, { width: slot.width, align: 'center' });
+  doc.font(layout.font.regular);
+  if (signed.crm) doc.text(`CRM ${signed.crm}`, left, doc.y, { width: slot.width, align: 'center' });
+  doc
+    .fontSize(layout.size - 1)
+    .text(`Signed ${formatDateTime(signed.at)}`, left, doc.y, { width: slot.width, align: 'center' });
+  doc.fontSize(layout.size);
+  doc.x = m.left;
+}
+
+/** Footer text, page numbers and, on a draft, DRAFT across every page (drawn last, over the text). */
+function drawFooters(doc: PDFKit.PDFDocument, layout: ResolvedLayout, draft: boolean): void {
+  const range = doc.bufferedPageRange();
+  const m = layout.margins;
+  const width = A4.width - m.left - m.right;
+  for (let n = range.start; n < range.start + range.count; n++) {
+    doc.switchToPage(n);
+    // Writing below the bottom margin would make pdfkit add a page.
+    const bottom = doc.page.margins.bottom;
+    doc.page.margins.bottom = 0;
+    const y = A4.height - m.bottom - layout.footer.height + 8;
+    doc
+      .font(layout.font.regular)
+      .fontSize(layout.size - 2)
+      .fillColor('#555555');
+    if (layout.footer.text) doc.text(layout.footer.text, m.left, y, { width, align: 'center', lineBreak: false });
+    doc.text(`Page ${n - range.start + 1} of ${range.count}`, m.left, y + layout.size + 2, {
+      width,
+      align: 'right',
+      lineBreak: false,
+    });
+    if (draft) {
+      doc.save();
+      doc.rotate(-35, { origin: [A4.width / 2, A4.height / 2] });
+      doc.font(layout.font.bold).fontSize(110).fillColor('#cc0000').opacity(0.18);
+      doc.text('DRAFT', 0, A4.height / 2 - 55, { width: A4.width, align: 'center', lineBreak: false });
+      doc.restore();
+      doc.font(layout.font.bold).fontSize(layout.size).fillColor('#cc0000').opacity(1);
+      doc.text('DRAFT', m.left, m.top - 14 > 0 ? m.top - 14 : 2, { width, align: 'center', lineBreak: false });
+    }
+    doc.page.margins.bottom = bottom;
+  }
+}

@@ -1,0 +1,96 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsUUID, Matches } from 'class-validator';
+import { SearchPageQueryDto } from '../../common/pagination';
+import { PaginatedDto } from '../../common/responses';
+import { IfPresentAndNotNull, StringRules, TrimmedString } from '../../common/validation/fields';
+import { ReportSectionsDto } from '../dto/report.dto';
+
+const MODALITY_MAX = 16;
+
+class PresetFieldsDto extends ReportSectionsDto {
+  @ApiPropertyOptional({ type: String, nullable: true, maxLength: MODALITY_MAX, description: 'e.g. CT; null: any modality' })
+  @IfPresentAndNotNull()
+  @StringRules('modality', { max: MODALITY_MAX })
+  modality?: string | null;
+
+  @ApiPropertyOptional({
+    format: 'uuid',
+    type: String,
+    nullable: true,
+    description: 'A unit of the clinic; null: the whole clinic',
+  })
+  @IfPresentAndNotNull()
+  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  unit_id?: string | null;
+}
+
+export class CreatePresetDto extends PresetFieldsDto {
+  @ApiProperty({ maxLength: 255 })
+  @TrimmedString('name', { max: 255 })
+  name: string;
+}
+
+export class UpdatePresetDto extends PresetFieldsDto {
+  @ApiPropertyOptional({ maxLength: 255 })
+  @TrimmedString('name', { max: 255, optional: true })
+  name?: string;
+}
+
+export class PresetListQueryDto extends SearchPageQueryDto {
+  @ApiPropertyOptional({ maxLength: MODALITY_MAX, description: 'Presets of this modality and those of any modality' })
+  @IsOptional()
+  @StringRules('modality', { max: MODALITY_MAX })
+  @Matches(/^[A-Za-z0-9_ ]*$/, { message: 'The modality field format is invalid.' })
+  modality?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'A tenant or super admin: that unit’s presets and the clinic’s' })
+  @IsOptional()
+  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  unit_id?: string;
+}
+
+export class PresetDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'uuid' }) tenant_id: string;
+  @ApiProperty({ format: 'uuid', type: String, nullable: true, description: 'null: the whole clinic' }) unit_id: string | null;
+  @ApiProperty() name: string;
+  @ApiProperty({ type: String, nullable: true }) modality: string | null;
+  @ApiProperty({ type: String, nullable: true }) indication: string | null;
+  @ApiProperty({ type: String, nullable: true }) technique: string | null;
+  @ApiProperty({ type: String, nullable: true }) findings: string | null;
+  @ApiProperty({ type: String, nullable: true }) impression: string | null;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
+}
+
+export class PresetPageDto extends PaginatedDto(PresetDto, 'ReportPresetPage') {}
+
+export interface PresetRow {
+  id: string;
+  tenant_id: string;
+  unit_id: string | null;
+  name: string;
+  modality: string | null;
+  indication: string | null;
+  technique: string | null;
+  findings: string | null;
+  impression: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function toPresetDto(row: PresetRow): PresetDto {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    unit_id: row.unit_id,
+    name: row.name,
+    modality: row.modality,
+    indication: row.indication,
+    technique: row.technique,
+    findings: row.findings,
+    impression: row.impression,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,173 @@
+import { createTestApp, TestApp } from '../support/app';
+import { PAGE_KEYS } from '../support/expectations';
+import { createClinic, createSuperAdminUser } from '../support/factories';
+
+const PRESET_KEYS = [
+  'created_at',
+  'findings',
+  'id',
+  'impression',
+  'indication',
+  'modality',
+  'name',
+  'technique',
+  'tenant_id',
+  'unit_id',
+  'updated_at',
+];
+const URL = '/api/tenant/report-presets';
+const NOT_FOUND = { message: 'Preset not found.' };
+
+describe('Report presets (/api/tenant/report-presets)', () => {
+  let t: TestApp;
+  let superToken: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    superToken = (await createSuperAdminUser(t.db, t.http)).token;
+  });
+  afterAll(() => t.close());
+
+  async function clinicWithPresets() {
+    const c = await createClinic(t.db, t.http);
+    const make = async (body: Record<string, unknown>) => {
+      const res = await t.http.post(URL, { token: c.adminToken, body });
+      expect(res.status).toBe(201);
+      return res.body as { id: string; name: string };
+    };
+    const unit1Ct = await make({ name: 'CT crânio normal', modality: 'ct', unit_id: c.unit1.id, findings: 'Sem alterações.' });
+    const unit2Ct = await make({ name: 'CT unit 2', modality: 'CT', unit_id: c.unit2.id });
+    const clinicMr = await make({ name: 'MR joelho', modality: 'MR', impression: 'Normal.' });
+    const anyModality = await make({ name: 'Any modality' });
+    return { c, unit1Ct, unit2Ct, clinicMr, anyModality };
+  }
+  const names = (body: { data: Array<{ name: string }> }) => body.data.map((p) => p.name);
+
+  it('creates presets in the Preset shape (modality upper-cased)', async () => {
+    const c = await createClinic(t.db, t.http);
+    const res = await t.http.post(URL, {
+      token: c.adminToken,
+      body: {
+        name: '  Tórax  ',
+        modality: 'cr',
+        unit_id: c.unit1.id,
+        indication: 'Tosse',
+        technique: 'PA',
+        findings: 'f',
+        impression: 'i',
+      },
+    });
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.body).sort()).toEqual(PRESET_KEYS);
+    expect(res.body).toMatchObject({
+      name: 'Tórax',
+      modality: 'CR',
+      tenant_id: c.tenant.id,
+      unit_id: c.unit1.id,
+      indication: 'Tosse',
+      technique: 'PA',
+      findings: 'f',
+      impression: 'i',
+    });
+  });
+
+  it('a regular user reads their unit’s and the whole clinic’s presets, by name; modality and search filter', async () => {
+    const { c, unit1Ct, clinicMr } = await clinicWithPresets();
+    const other = await clinicWithPresets();
+    const list = await t.http.get(URL, { token: c.token1 });
+    expect(list.status).toBe(200);
+    expect(Object.keys(list.body).sort()).toEqual(expect.arrayContaining(PAGE_KEYS));
+    expect(names(list.body)).toEqual(['Any modality', 'CT crânio normal', 'MR joelho']);
+    expect(list.body).toMatchObject({ per_page: 50, total: 3, current_page: 1, last_page: 1 });
+    expect(names((await t.http.get(URL, { token: c.token2 })).body)).toEqual(['Any modality', 'CT unit 2', 'MR joelho']);
+    expect(names((await t.http.get(URL, { token: c.token1, query: { modality: 'CT' } })).body)).toEqual([
+      'Any modality',
+      'CT crânio normal',
+    ]);
+    expect(names((await t.http.get(URL, { token: c.token1, query: { search: 'joelho' } })).body)).toEqual(['MR joelho']);
+    // A tenant admin sees the clinic's; with unit_id that unit's and the clinic's.
+    expect((await t.http.get(URL, { token: c.adminToken })).body.total).toBe(4);
+    expect(names((await t.http.get(URL, { token: c.adminToken, query: { unit_id: c.unit2.id } })).body)).toEqual([
+      'Any modality',
+      'CT unit 2',
+      'MR joelho',
+    ]);
+    const theirs = (await t.http.get(URL, { token: other.c.token1 })).body.data.map((p: { id: string }) => p.id);
+    expect(theirs).toHaveLength(3);
+    expect(theirs).not.toContain(unit1Ct.id);
+    expect(theirs).not.toContain(clinicMr.id);
+  });
+
+  it('PATCH and DELETE (soft) by the tenant admin; the deleted preset is gone from every read but kept', async () => {
+    const { c, unit1Ct } = await clinicWithPresets();
+    const patched = await t.http.patch(`${URL}/${unit1Ct.id}`, {
+      token: c.adminToken,
+      body: { name: 'CT renamed', unit_id: null, modality: null },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ name: 'CT renamed', unit_id: null, modality: null });
+    expect((await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).status).toBe(204);
+    expect(await t.http.get(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).toMatchObject({ status: 404, body: NOT_FOUND });
+    expect((await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).status).toBe(404);
+    const [row] = await t.db.query(`SELECT deleted_at FROM report_presets WHERE id = $1`, [unit1Ct.id]);
+    expect(row.deleted_at).toBeInstanceOf(Date);
+  });
+
+  it('regular users may not write (403)', async () => {
+    const { c, unit1Ct } = await clinicWithPresets();
+    for (const res of [
+      await t.http.post(URL, { token: c.token1, body: { name: 'x' } }),
+      await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.token1, body: { name: 'x' } }),
+      await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.token1 }),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'Forbidden' });
+    }
+  });
+
+  it('another clinic’s preset is 404 for reads and writes; another unit’s preset is 404 for a regular user', async () => {
+    const { c, unit2Ct } = await clinicWithPresets();
+    const other = await clinicWithPresets();
+    for (const res of [
+      await t.http.get(`${URL}/${other.unit1Ct.id}`, { token: c.adminToken }),
+      await t.http.patch(`${URL}/${other.unit1Ct.id}`, { token: c.adminToken, body: { name: 'x' } }),
+      await t.http.delete(`${URL}/${other.unit1Ct.id}`, { token: c.adminToken }),
+      await t.http.get(`${URL}/${unit2Ct.id}`, { token: c.token1 }),
+      await t.http.get(`${URL}/not-a-uuid`, { token: c.token1 }),
+    ]) {
+      expect(res).toMatchObject({ status: 404, body: NOT_FOUND });
+    }
+    expect((await t.http.get(`${URL}/${other.unit1Ct.id}`, { token: superToken })).status).toBe(200);
+  });
+
+  it('422: a unit of another clinic, a missing or long name, a long modality, a bad page', async () => {
+    const { c } = await clinicWithPresets();
+    const other = await createClinic(t.db, t.http);
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ name: 'x', unit_id: other.unit1.id }, 'unit_id'],
+      [{ name: 'x', unit_id: 'nope' }, 'unit_id'],
+      [{}, 'name'],
+      [{ name: '   ' }, 'name'],
+      [{ name: 'x'.repeat(256) }, 'name'],
+      [{ name: 'x', modality: 'M'.repeat(17) }, 'modality'],
+      [{ name: 'x', findings: 5 }, 'findings'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await t.http.post(URL, { token: c.adminToken, body });
+      expect({ body, status: res.status, fields: Object.keys(res.body.errors ?? {}) }).toEqual({
+        body,
+        status: 422,
+        fields: [field],
+      });
+    }
+    // A super admin names the clinic through a unit of it.
+    expect((await t.http.post(URL, { token: superToken, body: { name: 'x' } })).status).toBe(422);
+    expect((await t.http.post(URL, { token: superToken, body: { name: 'x', unit_id: c.unit1.id } })).body.tenant_id).toBe(
+      c.tenant.id,
+    );
+    const queries: Array<Record<string, string>> = [{ page: '0' }, { page: 'x' }, { modality: 'C%' }, { unit_id: 'nope' }];
+    for (const query of queries) {
+      expect((await t.http.get(URL, { token: c.token1, query })).status).toBe(422);
+    }
+  });
+});

@@ -1,0 +1,216 @@
+/**
+ * The report page in a real browser, through the shipped nginx, a real Orthanc, the API and the
+ * worker: from OHIF's study list one click opens /reports; the doctor picks a study of the
+ * worklist, writes, inserts a preset, the draft is saved as they type; a second tab's save makes
+ * the first tab's next save stale, which is refused and said; then the report is signed, its PDF
+ * opens, the DOC series filed by the worker shows in the viewer, whose Reports button opens the
+ * study's report page.
+ */
+import { execFileSync } from 'child_process';
+import { mkdtempSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
+import * as path from 'path';
+import { Browser, BrowserContext, Page, Response } from 'playwright-core';
+import sharp from 'sharp';
+import { TestApp } from '../support/app';
+import { ARTIFACTS, refreshReadmePicture } from '../support/browser';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { createTenant, createUnit, createUser, login, TEST_PASSWORD, UserRow } from '../support/factories';
+import { NginxInstance } from '../support/nginx';
+import { waitFor as waitUntil } from '../support/orthanc';
+import { BrowserStack, startBrowserStack } from '../support/stack';
+
+jest.setTimeout(240_000);
+
+function pdfText(pdf: Buffer): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'report-page-')), 'r.pdf');
+  writeFileSync(file, pdf);
+  return execFileSync('pdftotext', [file, '-']).toString();
+}
+
+describe('The report page in a browser: write, preset, save, a stale save refused, sign, the PDF, the DOC series', () => {
+  let stack: BrowserStack;
+  let t: TestApp;
+  let nginx: NginxInstance;
+  let browser: Browser;
+  let doctor: UserRow;
+  let study: WrittenStudy;
+  let studyId: string;
+  let context: BrowserContext;
+  let page: Page;
+  let second: Page;
+
+  const saved = (p: Page, version: number) => p.getByText(`Draft saved (version ${version}).`).waitFor({ timeout: 20_000 });
+  const stored = async () =>
+    (
+      await t.db.query(`SELECT findings, impression, version FROM reports WHERE study_id = $1 AND status = 'draft'`, [studyId])
+    )[0];
+
+  beforeAll(async () => {
+    stack = await startBrowserStack('reports');
+    ({ t, nginx, browser } = stack);
+    const tenant = await createTenant(t.db, { name: `Clínica São Paulo ${Date.now()}` });
+    const unit = await createUnit(t.db, tenant.id, { name: 'Unidade Centro' });
+    const signature = `data:image/png;base64,${(
+      await sharp({ create: { width: 120, height: 40, channels: 3, background: '#ffffff' } })
+        .png()
+        .toBuffer()
+    ).toString('base64')}`;
+    doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, name: 'Dra. Conceição Lima', signature });
+    await t.db.query(`UPDATE users SET crm = '654321/SP' WHERE id = $1`, [doctor.id]);
+    const admin = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, is_tenant_admin: true });
+    const adminToken = await login(t.http, admin.email);
+    const preset = await t.http.post('/api/tenant/report-presets', {
+      token: adminToken,
+      body: { name: 'TC crânio normal', modality: 'CT', findings: 'Sulcos e cisternas de amplitude normal.' },
+    });
+    expect(preset.status).toBe(201);
+    const aet = `RP${Math.random().toString(36).slice(2, 8)}`.toUpperCase();
+    await t.db.query(
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '127.0.0.1')`,
+      [tenant.id, unit.id, `CT ${aet}`, aet],
+    );
+    study = await writeStudy(path.join(stack.workDir, 'ct'), {
+      patientId: 'RP-1',
+      patientName: 'SÃO JOSÉ^MARIA DA CONCEIÇÃO',
+      studyDate: '20240310',
+      studyDescription: 'TC de crânio',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 64, columns: 64 }],
+    });
+    await sendWithStorescu(study.files, { aet, port: stack.orthanc.dicomPort });
+    const row = await waitUntil(
+      'the study indexed',
+      async () =>
+        (
+          await t.db.query(
+            `SELECT s.id FROM studies s JOIN imgsrv_study_sync y USING (imgsrv_study_id)
+              WHERE s.study_instance_uid = $1 AND y.indexed_at IS NOT NULL`,
+            [study.studyInstanceUid],
+          )
+        )[0],
+      60_000,
+    );
+    studyId = row.id;
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    await stack?.close();
+  });
+
+  it('opens the report page from the study list with one click, and lists the study to report', async () => {
+    await page.goto(`${nginx.url}/login`);
+    await page.fill('#email', doctor.email);
+    await page.fill('#password', TEST_PASSWORD);
+    await page.click('#submit');
+    await page.waitForURL(`${nginx.url}/`);
+    // OHIF's bundle is parsed before the page's DOMContentLoaded, when app-config.js adds the link: slow on a loaded machine.
+    await page.locator('#pacs-reports').click({ timeout: 120_000 });
+    await page.waitForURL(`${nginx.url}/reports`);
+    await page.locator('#worklist li', { hasText: 'SÃO JOSÉ, MARIA DA CONCEIÇÃO' }).waitFor();
+    const viewerLink = await page.locator('#worklist li a.viewer').first().getAttribute('href');
+    expect(viewerLink).toBe(`/viewer?StudyInstanceUIDs=${study.studyInstanceUid}`);
+  });
+
+  it('creates the draft as the doctor types, inserts a preset and saves it', async () => {
+    await page.locator('#worklist li a.name').first().click();
+    await page.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
+    await page.fill('#indication', 'Cefaleia há 3 dias.');
+    await saved(page, 1);
+    expect((await t.db.query(`SELECT report_status FROM studies WHERE id = $1`, [studyId]))[0].report_status).toBe('draft');
+    await page.selectOption('#preset', { label: 'TC crânio normal (CT)' });
+    await page.click('#apply-preset');
+    await saved(page, 2);
+    expect(await stored()).toMatchObject({ findings: 'Sulcos e cisternas de amplitude normal.', version: 2 });
+  });
+
+  it("refuses a stale save after a second tab's save, says so, and overwrites nothing", async () => {
+    second = await context.newPage();
+    await second.goto(`${nginx.url}/reports?study=${studyId}`);
+    await second.locator('#findings').waitFor();
+    await saved(second, 2);
+    await second.fill('#impression', 'Sem alterações agudas.');
+    await saved(second, 3);
+
+    await page.fill('#findings', 'Texto antigo da primeira aba.');
+    await page.locator('#conflict').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await page.textContent('#conflict')).toContain('Not saved');
+    expect(await stored()).toMatchObject({
+      findings: 'Sulcos e cisternas de amplitude normal.',
+      impression: 'Sem alterações agudas.',
+      version: 3,
+    });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'report-page-stale.png') });
+    await page.click('#reload');
+    await saved(page, 3);
+    expect(await page.inputValue('#impression')).toBe('Sem alterações agudas.');
+    await second.close();
+  });
+
+  it('previews the draft PDF, signs, and opens the signed PDF', async () => {
+    await page.fill('#findings', 'Sulcos e cisternas de amplitude normal. Parênquima sem lesões.');
+    await saved(page, 4);
+    // The link opens the PDF in a new tab (its answer: an A4 PDF); its bytes are read with the same session.
+    const pdfBytes = (href: string) =>
+      page.evaluate(async (url) => {
+        const response = await fetch(url);
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        let binary = '';
+        bytes.forEach((b) => (binary += String.fromCharCode(b)));
+        return { status: response.status, type: response.headers.get('content-type'), base64: btoa(binary) };
+      }, href);
+    const opened = (click: () => Promise<void>) =>
+      Promise.all([context.waitForEvent('response', (r: Response) => r.url().endsWith('/pdf')), click()]).then(([r]) => r);
+    const previewAnswer = await opened(() => page.click('#preview'));
+    expect(previewAnswer.status()).toBe(200);
+    expect(previewAnswer.headers()['content-type']).toBe('application/pdf');
+    const preview = await pdfBytes((await page.getAttribute('#preview', 'href')) as string);
+    expect(preview).toMatchObject({ status: 200, type: 'application/pdf' });
+    expect(pdfText(Buffer.from(preview.base64, 'base64'))).toContain('DRAFT');
+
+    await page.click('#sign');
+    await page.getByText('Signed. The PDF is kept').waitFor({ timeout: 20_000 });
+    await page.locator('#signed a.signed-pdf').waitFor();
+    await page.screenshot({ path: path.join(ARTIFACTS, 'report-page.png') });
+    await refreshReadmePicture('report-page.png');
+    const signedAnswer = await opened(() => page.click('#signed a.signed-pdf'));
+    expect(signedAnswer.status()).toBe(200);
+    const signed = await pdfBytes((await page.getAttribute('#signed a.signed-pdf', 'href')) as string);
+    const text = pdfText(Buffer.from(signed.base64, 'base64'));
+    for (const expected of ['MARIA DA CONCEIÇÃO', 'Parênquima sem lesões.', 'Dra. Conceição Lima', 'CRM 654321/SP']) {
+      expect(text).toContain(expected);
+    }
+    expect(text).not.toContain('DRAFT');
+  });
+
+  it("files the PDF as the study's DOC series, which the viewer shows; its Reports button opens this study's report", async () => {
+    await waitUntil(
+      'the DOC series in the API',
+      async () => {
+        const res = await t.http.get(`/api/studies/${studyId}/series`, { token: await login(t.http, doctor.email) });
+        return (res.body as Array<{ modality: string }>).some((s) => s.modality === 'DOC');
+      },
+      60_000,
+    );
+    // What OHIF asks for a study's series, with the session, through nginx and the gate.
+    const series = await page.evaluate(async (uid) => {
+      const response = await fetch(`/dicom-web/studies/${uid}/series`);
+      return { status: response.status, body: await response.json() };
+    }, study.studyInstanceUid);
+    expect(series.status).toBe(200);
+    const modalities = (series.body as Array<Record<string, { Value: string[] }>>).map((s) => s['00080060'].Value[0]);
+    expect(modalities.sort()).toEqual(['CT', 'DOC']);
+    // The viewer opens the study; its study browser shows the DOC series beside the CT one.
+    const viewer = await context.newPage();
+    await viewer.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${study.studyInstanceUid}`);
+    await viewer.getByText('DOC', { exact: true }).first().waitFor({ timeout: 60_000 });
+    await viewer.screenshot({ path: path.join(ARTIFACTS, 'report-doc-series-viewer.png') });
+    // From the viewer, one click opens this study's report page.
+    await viewer.locator('#pacs-reports').click({ timeout: 60_000 });
+    await viewer.waitForURL(`${nginx.url}/reports?study=${studyId}`, { timeout: 30_000 });
+    await viewer.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
+    await viewer.getByText('Report (signed)').waitFor();
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * Signed reports filed with the images, against a real Orthanc (docker/orthanc's configuration and
+ * Lua): a device sends a study, the doctor signs its report, and the worker stores the PDF as a
+ * DICOM Encapsulated PDF in the study's DOC series; the webhook re-indexes the study, which stays in
+ * its clinic and unit and lists the series.
+ */
+import { TestingModule } from '@nestjs/testing';
+import { randomBytes } from 'crypto';
+import { promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ReportFilingService } from '../../src/reports/report-filing.service';
+import { TestApp } from '../support/app';
+import { sendWithStorescu, writeStudy } from '../support/dicom';
+import { createTenant, createUnit, createUser, login } from '../support/factories';
+import { basicAuth, OrthancInstance, waitFor } from '../support/orthanc';
+import { startOrthancAndApi, startWorkerModule } from '../support/stack';
+
+jest.setTimeout(120_000);
+
+const suffix = randomBytes(3).toString('hex').toUpperCase();
+const DEVICE_AET = `CT_${suffix}`;
+const ENCAPSULATED_PDF = '1.2.840.10008.5.1.4.1.1.104.1';
+
+describe('Signed reports filed in the image server', () => {
+  let workDir: string;
+  let orthanc: OrthancInstance;
+  let t: TestApp;
+  let worker: TestingModule;
+  let tenant: { id: string };
+  let unit: { id: string };
+  let doctorToken: string;
+  let studyId: string;
+  let imgsrvStudyId: string;
+
+  const orthancJson = async (pathAndQuery: string) => {
+    const response = await fetch(`${orthanc.url}${pathAndQuery}`, {
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+    });
+    if (!response.ok) throw new Error(`${pathAndQuery}: ${response.status}`);
+    return response.json() as Promise<any>;
+  };
+
+  /** The study's series as the API lists them, once a DOC series holds `count` instances. */
+  const docSeries = (count: number) =>
+    waitFor(
+      `a DOC series with ${count} instance(s)`,
+      async () => {
+        const res = await t.http.get(`/api/studies/${studyId}/series`, { token: doctorToken });
+        const doc = (res.body as Array<{ modality: string; instance_count: number; imgsrv_series_id: string }>).find(
+          (s) => s.modality === 'DOC',
+        );
+        return doc && doc.instance_count === count ? { all: res.body, doc } : null;
+      },
+      60_000,
+    );
+
+  beforeAll(async () => {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-reports-'));
+    ({ t, orthanc } = await startOrthancAndApi({
+      stableAge: 1,
+      env: { RECONCILE_INTERVAL: '0', QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:reports` },
+    }));
+    worker = await startWorkerModule(t.config);
+    tenant = await createTenant(t.db);
+    unit = await createUnit(t.db, tenant.id);
+    await t.db.query(
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '127.0.0.1')`,
+      [tenant.id, unit.id, `CT ${suffix}`, DEVICE_AET],
+    );
+    const doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, name: 'Dra. Conceição' });
+    await t.db.query(`UPDATE users SET crm = '12345/SP' WHERE id = $1`, [doctor.id]);
+    doctorToken = await login(t.http, doctor.email);
+
+    const study = await writeStudy(path.join(workDir, 'ct'), {
+      patientId: `PAT-${suffix}`,
+      patientName: 'SÃO^JOÃO',
+      studyDate: '20240115',
+      studyDescription: 'CT chest',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 32, columns: 32 }],
+    });
+    await sendWithStorescu(study.files, { aet: DEVICE_AET, port: orthanc.dicomPort });
+    const row = await waitFor(
+      'the study indexed',
+      async () => {
+        const [found] = await t.db.query(
+          `SELECT s.id, s.imgsrv_study_id FROM studies s JOIN imgsrv_study_sync y USING (imgsrv_study_id)
+            WHERE s.study_instance_uid = $1 AND y.indexed_at IS NOT NULL`,
+          [study.studyInstanceUid],
+        );
+        return found ?? null;
+      },
+      60_000,
+    );
+    studyId = row.id;
+    imgsrvStudyId = row.imgsrv_study_id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.close().catch(() => undefined);
+    await t?.close().catch(() => undefined);
+    await orthanc?.destroy();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  it('files the signed PDF as an Encapsulated PDF in a DOC series of the study; the study keeps its clinic and unit', async () => {
+    const draft = await t.http.post(`/api/studies/${studyId}/reports`, {
+      token: doctorToken,
+      body: { findings: 'Pulmões sem alterações.', impression: 'Normal.' },
+    });
+    expect(draft.status).toBe(201);
+    const signed = await t.http.post(`/api/studies/${studyId}/reports/${draft.body.id}/sign`, {
+      token: doctorToken,
+      body: { version: 1 },
+    });
+    expect(signed.status).toBe(200);
+    const started = Date.now();
+    const { all, doc } = await docSeries(1);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(all.map((s: { modality: string }) => s.modality).sort()).toEqual(['CT', 'DOC']);
+
+    const [study] = await t.db.query(`SELECT tenant_id, unit_id, report_status FROM studies WHERE id = $1`, [studyId]);
+    expect(study).toEqual({ tenant_id: tenant.id, unit_id: unit.id, report_status: 'final' });
+    const [sync] = await t.db.query(`SELECT remote_aet FROM imgsrv_study_sync WHERE imgsrv_study_id = $1`, [imgsrvStudyId]);
+    expect(sync.remote_aet).toBe(DEVICE_AET);
+
+    // In Orthanc: under the same study and patient, SOP class Encapsulated PDF, the kept bytes.
+    const series = await orthancJson(`/series/${doc.imgsrv_series_id}`);
+    expect(series.ParentStudy).toBe(imgsrvStudyId);
+    const instanceId = series.Instances[0];
+    const tags = await orthancJson(`/instances/${instanceId}/simplified-tags`);
+    expect(tags).toMatchObject({ SOPClassUID: ENCAPSULATED_PDF, Modality: 'DOC', PatientID: `PAT-${suffix}` });
+    const filed = Buffer.from(
+      await (
+        await fetch(`${orthanc.url}/instances/${instanceId}/content/0042-0011`, {
+          headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+        })
+      ).arrayBuffer(),
+    );
+    const kept = (await t.http.get(`/api/studies/${studyId}/reports/${draft.body.id}/pdf`, { token: doctorToken })).raw;
+    // DICOM pads a value to an even length.
+    expect(filed.subarray(0, kept.length).equals(kept)).toBe(true);
+    expect(filed.length - kept.length).toBeLessThanOrEqual(1);
+
+    // Filing again is idempotent: the same UIDs make the same Orthanc instance.
+    const [pdf] = await t.db.query(`SELECT id, filed_instance_id FROM report_pdfs WHERE report_id = $1`, [draft.body.id]);
+    expect(pdf.filed_instance_id).toBe(instanceId);
+    const filing = worker.get(ReportFilingService);
+    expect(await filing.run(pdf.id)).toEqual({ outcome: 'already-filed', imgsrvInstanceId: instanceId });
+    await t.db.query(`UPDATE report_pdfs SET filed_instance_id = NULL, filed_at = NULL WHERE id = $1`, [pdf.id]);
+    expect(await filing.run(pdf.id)).toEqual({ outcome: 'filed', imgsrvInstanceId: instanceId });
+    expect((await orthancJson(`/series/${doc.imgsrv_series_id}`)).Instances).toHaveLength(1);
+  });
+
+  it('a signed addendum files a new version in the same DOC series', async () => {
+    const [report] = await t.db.query(`SELECT id FROM reports WHERE study_id = $1 AND kind = 'report'`, [studyId]);
+    const addendum = await t.http.post(`/api/studies/${studyId}/reports/${report.id}/addenda`, {
+      token: doctorToken,
+      body: { findings: 'Adendo.' },
+    });
+    expect(addendum.status).toBe(201);
+    await t.http.post(`/api/studies/${studyId}/reports/${addendum.body.id}/sign`, { token: doctorToken, body: { version: 1 } });
+    const { all, doc } = await docSeries(2);
+    expect(all.filter((s: { modality: string }) => s.modality === 'DOC')).toHaveLength(1);
+    const numbers = (await orthancJson(`/series/${doc.imgsrv_series_id}/instances`)).map(
+      (i: { MainDicomTags: { InstanceNumber: string } }) => i.MainDicomTags.InstanceNumber,
+    );
+    expect(numbers.sort()).toEqual(['1', '2']);
+    const [study] = await t.db.query(`SELECT tenant_id, unit_id FROM studies WHERE id = $1`, [studyId]);
+    expect(study).toEqual({ tenant_id: tenant.id, unit_id: unit.id });
+  });
+});

@@ -1,0 +1,348 @@
+/**
+ * The report page. Everything goes through the API of the same origin with the session cookie:
+ * the worklist is GET /api/studies?report_status=..., a study's reports GET /api/studies/{id}/reports,
+ * a draft is created on the first keystroke and then saved as the doctor types (PATCH with the
+ * version it was made on: a stale save is refused by the API with 409 and said here, never
+ * overwritten), the preview and the signed report are the API's PDFs.
+ */
+(function () {
+  'use strict';
+  var SECTIONS = ['indication', 'technique', 'findings', 'impression'];
+  var SAVE_DELAY_MS = 800;
+  var $ = function (id) { return document.getElementById(id); };
+
+  var state = {
+    study: null,
+    reports: [],
+    /** The draft being edited ({id, version, kind}) or null. */
+    draft: null,
+    presets: [],
+    timer: null,
+    saving: null,
+    dirty: false,
+    stale: false,
+  };
+
+  function api(method, url, body) {
+    var init = { method: method, credentials: 'same-origin', headers: {} };
+    if (body !== undefined) {
+      init.headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    return fetch(url, init).then(function (response) {
+      if (response.status === 401) {
+        window.location.assign('/login');
+        throw new Error('signed out');
+      }
+      var parse = response.status === 204 ? Promise.resolve(null) : response.json().catch(function () { return null; });
+      return parse.then(function (data) { return { status: response.status, body: data }; });
+    });
+  }
+
+  function text(node, value) { node.textContent = value == null ? '' : String(value); return node; }
+  function el(tag, className, value) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (value !== undefined) text(node, value);
+    return node;
+  }
+  function shownName(pn) { return String(pn || '').replace(/\^+/g, ', ').replace(/, $/, ''); }
+  function shownDate(iso) { return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : ''; }
+  function status(message) { text($('status'), message); }
+  function firstError(body) {
+    if (body && body.errors) {
+      var keys = Object.keys(body.errors);
+      if (keys.length) return body.errors[keys[0]][0];
+    }
+    return (body && (body.message || body.error)) || 'The archive refused the request.';
+  }
+
+  /* The worklist: studies pending or with a draft, newest study first. */
+  function loadWorklist() {
+    return Promise.all(['pending', 'draft'].map(function (s) {
+      return api('GET', '/api/studies?report_status=' + s);
+    })).then(function (answers) {
+      var studies = [];
+      answers.forEach(function (a) { if (a.status === 200) studies = studies.concat(a.body.data); });
+      studies.sort(function (a, b) {
+        return (b.study_date || '').localeCompare(a.study_date || '') || (b.created_at || '').localeCompare(a.created_at || '');
+      });
+      var list = $('worklist');
+      list.textContent = '';
+      studies.forEach(function (s) {
+        var item = el('li');
+        item.dataset.studyId = s.id;
+        if (state.study && state.study.id === s.id) item.className = 'current';
+        var open = el('a', 'name', shownName(s.patient_name));
+        open.href = '/reports?study=' + encodeURIComponent(s.id);
+        open.addEventListener('click', function (event) {
+          event.preventDefault();
+          history.pushState(null, '', open.href);
+          selectStudy(s.id);
+        });
+        item.appendChild(open);
+        var meta = el('span', 'meta', [shownDate(s.study_date), (s.modalities || []).join('/'), s.study_description].filter(Boolean).join(' · '));
+        if (s.report_status === 'draft') meta.appendChild(el('span', 'state', 'draft'));
+        item.appendChild(meta);
+        var viewer = el('a', 'viewer', 'Open in the viewer');
+        viewer.href = '/viewer?StudyInstanceUIDs=' + encodeURIComponent(s.study_instance_uid);
+        viewer.target = '_blank';
+        viewer.rel = 'noopener';
+        item.appendChild(viewer);
+        list.appendChild(item);
+      });
+      $('worklist-empty').hidden = studies.length > 0;
+    });
+  }
+
+  function sectionsOfForm() {
+    var values = {};
+    SECTIONS.forEach(function (name) { values[name] = $(name).value; });
+    return values;
+  }
+
+  function fillForm(report, editable) {
+    SECTIONS.forEach(function (name) {
+      $(name).value = report ? report[name] || '' : '';
+      $(name).readOnly = !editable;
+    });
+    $('preset').disabled = !editable;
+    $('apply-preset').disabled = !editable;
+  }
+
+  function pdfUrl(report) {
+    return '/api/studies/' + state.study.id + '/reports/' + report.id + '/pdf';
+  }
+
+  function render() {
+    var reports = state.reports;
+    var final = reports.filter(function (r) { return r.kind === 'report' && r.status === 'final'; })[0] || null;
+    state.draft = reports.filter(function (r) { return r.status === 'draft'; })[0] || null;
+    var signed = $('signed');
+    signed.textContent = '';
+    reports.filter(function (r) { return r.status === 'final'; }).forEach(function (r) {
+      var item = el('li');
+      item.appendChild(text(el('span'), (r.kind === 'report' ? 'Report' : 'Addendum') + ' signed by ' + r.signed_by.name +
+        (r.signed_by.crm ? ' (CRM ' + r.signed_by.crm + ')' : '') + ' on ' + new Date(r.signed_at).toLocaleString() + ' — '));
+      var link = el('a', 'signed-pdf', 'signed PDF');
+      link.href = pdfUrl(r.kind === 'report' ? r : final || r);
+      link.target = '_blank';
+      link.rel = 'noopener';
+      item.appendChild(link);
+      signed.appendChild(item);
+    });
+    $('history').hidden = !final;
+    $('conflict').hidden = true;
+    $('reload').hidden = true;
+    state.stale = false;
+    if (state.draft) {
+      text($('report-title'), state.draft.kind === 'addendum' ? 'Addendum (draft)' : 'Report (draft)');
+      fillForm(state.draft, true);
+      status('Draft saved (version ' + state.draft.version + ').');
+    } else if (final) {
+      text($('report-title'), 'Report (signed)');
+      fillForm(final, false);
+      status('');
+    } else {
+      text($('report-title'), 'Report');
+      fillForm(null, true);
+      status('No report yet: start typing.');
+    }
+    $('preview').hidden = !state.draft;
+    if (state.draft) $('preview').href = pdfUrl(state.draft);
+    $('sign').hidden = !state.draft && !!final;
+    $('add-addendum').hidden = !final || !!state.draft;
+  }
+
+  function loadReports() {
+    return api('GET', '/api/studies/' + state.study.id + '/reports').then(function (answer) {
+      if (answer.status !== 200) throw new Error(firstError(answer.body));
+      state.reports = answer.body;
+      render();
+    });
+  }
+
+  function loadPresets() {
+    var modality = (state.study.modalities || []).filter(function (m) { return m !== 'DOC'; })[0] || '';
+    var query = '?unit_id=' + encodeURIComponent(state.study.unit_id) + (modality ? '&modality=' + encodeURIComponent(modality) : '');
+    return api('GET', '/api/tenant/report-presets' + query).then(function (answer) {
+      state.presets = answer.status === 200 ? answer.body.data : [];
+      var select = $('preset');
+      select.length = 1;
+      state.presets.forEach(function (p) {
+        var option = el('option', null, p.name + (p.modality ? ' (' + p.modality + ')' : ''));
+        option.value = p.id;
+        select.appendChild(option);
+      });
+    });
+  }
+
+  function selectStudy(id) {
+    return flush().then(function () {
+      return api('GET', '/api/studies/' + encodeURIComponent(id));
+    }).then(function (answer) {
+      if (answer.status !== 200) {
+        $('editor').hidden = true;
+        $('nothing').hidden = false;
+        text($('nothing'), answer.status === 404 ? 'That study is not one you can see.' : firstError(answer.body));
+        return;
+      }
+      state.study = answer.body;
+      $('editor').hidden = false;
+      $('nothing').hidden = true;
+      text($('patient'), shownName(state.study.patient_name));
+      text($('study-line'), [
+        'ID ' + state.study.patient_id,
+        shownDate(state.study.study_date),
+        (state.study.modalities || []).join('/'),
+        state.study.study_description,
+        state.study.accession_number ? 'Acc. ' + state.study.accession_number : null,
+      ].filter(Boolean).join(' · '));
+      $('open-viewer').href = '/viewer?StudyInstanceUIDs=' + encodeURIComponent(state.study.study_instance_uid);
+      Array.prototype.forEach.call($('worklist').children, function (li) {
+        li.className = li.dataset.studyId === id ? 'current' : '';
+      });
+      return Promise.all([loadReports(), loadPresets()]);
+    });
+  }
+
+  /* Saving: the first keystroke creates the draft, later ones PATCH it with its version. */
+  function scheduleSave() {
+    if (state.stale) return;
+    state.dirty = true;
+    status('Unsaved changes…');
+    clearTimeout(state.timer);
+    state.timer = setTimeout(function () { save(); }, SAVE_DELAY_MS);
+  }
+
+  function save() {
+    clearTimeout(state.timer);
+    if (state.saving) return state.saving.then(function () { return state.dirty ? save() : undefined; });
+    if (!state.dirty || state.stale || !state.study) return Promise.resolve();
+    state.dirty = false;
+    var values = sectionsOfForm();
+    var studyId = state.study.id;
+    var request = state.draft
+      ? api('PATCH', '/api/studies/' + studyId + '/reports/' + state.draft.id, Object.assign({ version: state.draft.version }, values))
+      : api('POST', '/api/studies/' + studyId + '/reports', values);
+    status('Saving…');
+    state.saving = request.then(function (answer) {
+      if (answer.status === 200 || answer.status === 201) {
+        var known = state.reports.filter(function (r) { return r.id !== answer.body.id; });
+        state.reports = known.concat([answer.body]);
+        state.draft = answer.body;
+        $('preview').href = pdfUrl(answer.body);
+        $('preview').hidden = false;
+        status(state.dirty ? 'Unsaved changes…' : 'Draft saved (version ' + answer.body.version + ').');
+        if (answer.status === 201) loadWorklist();
+      } else if (answer.status === 409) {
+        state.stale = true;
+        state.dirty = false;
+        var message = $('conflict');
+        text(message, 'Not saved: this report was changed elsewhere (another tab or another doctor) since you opened it. ' +
+          'Your last changes were NOT saved and nothing was overwritten. Reload the current text to continue.');
+        message.hidden = false;
+        $('reload').hidden = false;
+        status('');
+      } else {
+        state.dirty = true;
+        status('Not saved: ' + firstError(answer.body));
+      }
+    }, function () {
+      state.dirty = true;
+      status('Not saved: the archive cannot be reached. Retrying when you type again.');
+    }).then(function () { state.saving = null; });
+    return state.saving;
+  }
+
+  function flush() { return state.study ? save() : Promise.resolve(); }
+
+  function sign() {
+    $('sign').disabled = true;
+    flush().then(function () {
+      if (state.stale) return;
+      if (!state.draft) { status('Write the report before signing.'); return; }
+      status('Signing…');
+      return api('POST', '/api/studies/' + state.study.id + '/reports/' + state.draft.id + '/sign', { version: state.draft.version })
+        .then(function (answer) {
+          if (answer.status === 200) {
+            return loadReports().then(function () {
+              status('Signed. The PDF is kept and filed with the study’s images.');
+              loadWorklist();
+            });
+          }
+          status('Not signed: ' + firstError(answer.body));
+        });
+    }).then(function () { $('sign').disabled = false; }, function () { $('sign').disabled = false; });
+  }
+
+  function applyPreset() {
+    var preset = state.presets.filter(function (p) { return p.id === $('preset').value; })[0];
+    if (!preset) return;
+    SECTIONS.forEach(function (name) {
+      if (!preset[name]) return;
+      var area = $(name);
+      area.value = area.value.trim() ? area.value.replace(/\s+$/, '') + '\n' + preset[name] : preset[name];
+    });
+    scheduleSave();
+  }
+
+  function addAddendum() {
+    var final = state.reports.filter(function (r) { return r.kind === 'report' && r.status === 'final'; })[0];
+    if (!final) return;
+    api('POST', '/api/studies/' + state.study.id + '/reports/' + final.id + '/addenda', {}).then(function (answer) {
+      if (answer.status === 201) return loadReports();
+      status('No addendum: ' + firstError(answer.body));
+    });
+  }
+
+  SECTIONS.forEach(function (name) { $(name).addEventListener('input', scheduleSave); });
+  $('apply-preset').addEventListener('click', applyPreset);
+  $('sign').addEventListener('click', sign);
+  $('add-addendum').addEventListener('click', addAddendum);
+  $('reload').addEventListener('click', function () { loadReports(); });
+  $('report').addEventListener('submit', function (event) { event.preventDefault(); });
+  $('sign-out').addEventListener('click', function () {
+    api('POST', '/api/logout').then(function () { window.location.replace('/login'); }, function () { window.location.replace('/login'); });
+  });
+  window.addEventListener('beforeunload', function (event) {
+    if (state.dirty) event.preventDefault();
+  });
+  window.addEventListener('popstate', function () {
+    var id = new URLSearchParams(window.location.search).get('study');
+    if (id) selectStudy(id);
+  });
+
+  /**
+   * The API's id of a study named by its Study Instance UID (the viewer's link): the study search
+   * gives its Patient ID, the list searched by that id holds the study (both within the caller's scope).
+   */
+  function studyIdOfUid(uid) {
+    return api('GET', '/api/dicom-web/studies?StudyInstanceUID=' + encodeURIComponent(uid)).then(function (answer) {
+      var found = answer.status === 200 && answer.body && answer.body[0];
+      var patientId = found && found['00100020'] && found['00100020'].Value && found['00100020'].Value[0];
+      if (!patientId) return null;
+      return api('GET', '/api/studies?search=' + encodeURIComponent(patientId)).then(function (list) {
+        var row = list.status === 200 ? list.body.data.filter(function (s) { return s.study_instance_uid === uid; })[0] : null;
+        return row ? row.id : null;
+      });
+    });
+  }
+
+  var params = new URLSearchParams(window.location.search);
+  var wanted = params.get('study');
+  var wantedUid = params.get('uid');
+  loadWorklist().then(function () {
+    if (wanted) return selectStudy(wanted);
+    if (wantedUid) {
+      return studyIdOfUid(wantedUid).then(function (id) {
+        if (!id) {
+          text($('nothing'), 'That study is not one you can see.');
+          return;
+        }
+        history.replaceState(null, '', '/reports?study=' + encodeURIComponent(id));
+        return selectStudy(id);
+      });
+    }
+  });
+})();
