@@ -16,9 +16,9 @@ import { promises as fs } from 'fs';
 import { loadavg, tmpdir } from 'os';
 import { join } from 'path';
 import { Client } from 'pg';
-import { sendWithStorescu, writeStudy } from '../test/support/dicom';
-import { getFreePort, startOrthanc } from '../test/support/orthanc';
-import { startBuiltProcess } from '../test/support/processes';
+import { sendWithStorescu, writeStudy } from '../scripts/stack/dicom';
+import { getFreePort, startOrthanc } from '../scripts/stack/orthanc';
+import { startBuiltProcess } from '../scripts/stack/processes';
 import { databaseUrl } from './lib/db';
 import { percentile, round } from './lib/stats';
 

@@ -14,10 +14,10 @@ import { Browser, BrowserContext, Page, Response } from 'playwright-core';
 import sharp from 'sharp';
 import { TestApp } from '../support/app';
 import { ARTIFACTS, refreshReadmePicture } from '../support/browser';
-import { sendWithStorescu, writeStudy, WrittenStudy } from '../support/dicom';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createTenant, createUnit, createUser, login, TEST_PASSWORD, UserRow } from '../support/factories';
-import { NginxInstance } from '../support/nginx';
-import { waitFor as waitUntil } from '../support/orthanc';
+import { NginxInstance } from '../../scripts/stack/nginx';
+import { waitFor as waitUntil } from '../../scripts/stack/orthanc';
 import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);

@@ -11,9 +11,9 @@ import * as os from 'os';
 import * as path from 'path';
 import { ReportFilingService } from '../../src/reports/report-filing.service';
 import { TestApp } from '../support/app';
-import { sendWithStorescu, writeStudy } from '../support/dicom';
+import { sendWithStorescu, writeStudy } from '../../scripts/stack/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';
-import { basicAuth, OrthancInstance, waitFor } from '../support/orthanc';
+import { basicAuth, OrthancInstance, waitFor } from '../../scripts/stack/orthanc';
 import { startOrthancAndApi, startWorkerModule } from '../support/stack';
 
 jest.setTimeout(120_000);
