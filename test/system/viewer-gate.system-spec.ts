@@ -504,6 +504,29 @@ describe('the viewer gate against the real image server', () => {
       expect(nginx.errorLog()).not.toMatch(/auth request unexpected status/);
     });
 
+    it('renders within the bounds and refuses a rendering out of them before the image server allocates it', async () => {
+      const instance = `/dicom-web/studies/${STUDY_UIDS.A1}/series/${written.A1.seriesUids[0]}/instances/${written.A1.sopInstanceUids[0]}/rendered`;
+      const render = async (query: string) => {
+        const response = await rawGet(agent, Number(new URL(nginx.url).port), `${instance}?${query}`, {
+          'x-viewer-token': viewerToken,
+          accept: 'image/jpeg',
+        });
+        return {
+          status: response.status,
+          jpeg: response.body.subarray(0, 2).toString('hex') === 'ffd8',
+          bytes: response.body.length,
+        };
+      };
+      const small = await render('viewport=64,64&quality=80');
+      expect({ status: small.status, jpeg: small.jpeg }).toEqual({ status: 200, jpeg: true });
+      for (const query of ['viewport=8000,8000', 'viewport=30000,30000', 'quality=1000', 'window=40,400,cubic']) {
+        expect({ query, answer: await render(query) }).toEqual({
+          query,
+          answer: { status: 403, jpeg: false, bytes: expect.any(Number) },
+        });
+      }
+    });
+
     it("keeps tokens out of the access log: the viewer URL's token=, a bearer, X-Viewer-Token", async () => {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
       await viaNginx(`/viewer?StudyInstanceUIDs=${STUDY_UIDS.A1}&token=${secret}`, {});
