@@ -542,7 +542,7 @@ describe('the viewer gate against the real image server', () => {
     });
   });
 
-  it("keeps tokens out of the API's request log (the built API, logging every request)", async () => {
+  it("keeps tokens and search text out of the API's request log: path and query keys only (the built API, logging every request)", async () => {
     const api = await startBuiltProcess(
       'main',
       { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_log`, LOG_LEVEL: 'info' },
@@ -550,7 +550,7 @@ describe('the viewer gate against the real image server', () => {
     );
     try {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
-      await fetch(`${api.url}/api/studies?page=1&token=${secret}&%74oken=${secret}`, {
+      await fetch(`${api.url}/api/studies?page=1&search=THEIRS%5EPATIENT&token=${secret}&%74oken=${secret}`, {
         headers: { authorization: `Bearer ${clinicA.token1}` },
       });
       await fetch(`${api.url}/api/health?access_token=${secret}`, {
@@ -566,9 +566,9 @@ describe('the viewer gate against the real image server', () => {
         },
         10_000,
       );
-      expect(logged).toContain('/api/studies?page=1&token=[redacted]&%74oken=[redacted]');
-      expect(logged).toContain('/api/health?access_token=[redacted]');
-      for (const token of [secret, viewerToken, clinicA.token1]) expect(logged).not.toContain(token);
+      expect(logged).toContain('/api/studies?page&search&token&[key]');
+      expect(logged).toContain('/api/health?access_token');
+      for (const text of [secret, viewerToken, clinicA.token1, 'THEIRS', 'PATIENT']) expect(logged).not.toContain(text);
     } finally {
       await api.stop();
     }
