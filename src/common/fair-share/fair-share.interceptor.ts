@@ -1,0 +1,69 @@
+import {
+  applyDecorators,
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  SetMetadata,
+  UseInterceptors,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Observable } from 'rxjs';
+import type { AuthUser } from '../auth/auth-user';
+import { ApiError, ErrorBodies } from '../errors/api-errors';
+import { Cost, FairShareCounters, isWildcardOnly } from './fair-share';
+
+const FAIR_SHARE = 'fair-share';
+/** Seconds a refused caller is told to wait: the guarded requests take well under that. */
+export const FAIR_SHARE_RETRY_AFTER_SECONDS = 1;
+
+interface FairShareSpec {
+  /** Query parameters whose wildcard-only value makes the request a `wildcard` one. */
+  patternParams: readonly string[];
+}
+
+/**
+ * Puts an expensive route (a list search, QIDO, a PDF, a download) under the caller's fair share:
+ * past the per-user or per-clinic number running at once, 429 `{message: "Too Many Attempts."}`
+ * with Retry-After. The slot is held until the response has gone (streams included). After `@Auth()`.
+ */
+export function FairShare(options: { patternParams?: readonly string[] } = {}) {
+  return applyDecorators(
+    SetMetadata(FAIR_SHARE, { patternParams: options.patternParams ?? [] } satisfies FairShareSpec),
+    UseInterceptors(FairShareInterceptor),
+    ApiTooManyRequestsResponse({
+      description:
+        'Too many of the caller\'s or the clinic\'s expensive requests at once: `{message: "Too Many Attempts."}`, Retry-After',
+    }),
+  );
+}
+
+@Injectable()
+export class FairShareInterceptor implements NestInterceptor {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly counters: FairShareCounters,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const spec = this.reflector.get<FairShareSpec | undefined>(FAIR_SHARE, context.getHandler());
+    const http = context.switchToHttp();
+    const request = http.getRequest<FastifyRequest & { user?: AuthUser }>();
+    const user = request.user;
+    if (!spec || !user) return next.handle();
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    const cost: Cost = spec.patternParams.some((name) => isWildcardOnly(query[name])) ? 'wildcard' : 'expensive';
+    const slot = this.counters.take(user.id, user.tenant_id, cost);
+    if (!slot) {
+      http.getResponse<FastifyReply>().header('retry-after', String(FAIR_SHARE_RETRY_AFTER_SECONDS));
+      throw new ApiError(429, ErrorBodies.tooManyAttempts);
+    }
+    // Held until the answer has gone, a streamed one included, or the client has left.
+    const raw = http.getResponse<FastifyReply>().raw;
+    raw.once('finish', slot.release);
+    raw.once('close', slot.release);
+    return next.handle();
+  }
+}
