@@ -25,6 +25,8 @@ export interface GateReader {
 export class ViewTrail {
   private readonly logger = new Logger(ViewTrail.name);
   private readonly seen = new TtlCache<true>(MAX_REMEMBERED);
+  /** Per reader object (a viewer token's is kept across its requests): study id -> end of its window. */
+  private readonly byReader = new WeakMap<GateReader, Map<string, number>>();
 
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
@@ -33,12 +35,17 @@ export class ViewTrail {
 
   /** Called for every allowed request; `ip` is asked only when an entry is written. */
   opened(reader: GateReader, places: Iterable<readonly StudyPlace[]>, ip: () => string | undefined): void {
-    const who = reader.shareId ? `share:${reader.shareId}` : `user:${reader.userId}`;
+    let windows = this.byReader.get(reader);
+    if (!windows) this.byReader.set(reader, (windows = new Map()));
+    const now = Date.now();
     for (const held of places) {
       for (const place of held) {
-        const key = `${who}:${place.study_id}`;
+        if ((windows.get(place.study_id) ?? 0) > now) continue;
+        const until = now + VIEW_WINDOW_SECONDS * 1000;
+        windows.set(place.study_id, until);
+        const key = `${reader.shareId ? `share:${reader.shareId}` : `user:${reader.userId}`}:${place.study_id}`;
         if (this.seen.get(key)) continue;
-        this.seen.set(key, true, Date.now() + VIEW_WINDOW_SECONDS * 1000);
+        this.seen.set(key, true, until);
         void this.claim(key, reader, place, ip());
       }
     }

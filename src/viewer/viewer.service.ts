@@ -74,6 +74,8 @@ interface Reader extends GateReader {
 export class ViewerService {
   private readonly logger = new Logger(ViewerService.name);
   private readonly sessions = new TtlCache<ViewerSession>(MAX_CACHED_TOKENS);
+  /** A token's reader, kept while its session and its account's cached state are the same objects. */
+  private readonly readers = new WeakMap<ViewerSession, { account: AccountState | null; reader: Reader | null }>();
   private readonly records: ViewerTokenRecords;
 
   constructor(
@@ -161,7 +163,7 @@ export class ViewerService {
     if (session.expires_at <= Date.now()) return { verdict: INVALID_TOKEN };
     const account = this.accounts.peek(session.user_id);
     if (account === undefined) return undefined;
-    const reader = tokenReader(token, session, account);
+    const reader = this.readerOf(token, session, account);
     if (!reader) return { verdict: INVALID_TOKEN };
     if (this.refusedUids.blocked(reader.credentialId)) return { verdict: FORBIDDEN };
     const uids = extractStudyUids(originalUriOf(headers));
@@ -215,7 +217,15 @@ export class ViewerService {
 
   private async viewerTokenReader(token: string): Promise<Reader | null> {
     const session = await this.session(token);
-    return session && tokenReader(token, session, await this.accounts.get(session.user_id));
+    return session && this.readerOf(token, session, await this.accounts.get(session.user_id));
+  }
+
+  private readerOf(token: string, session: ViewerSession, account: AccountState | null): Reader | null {
+    const kept = this.readers.get(session);
+    if (kept?.account === account) return kept.reader;
+    const reader = tokenReader(token, session, account);
+    this.readers.set(session, { account, reader });
+    return reader;
   }
 
   /**
