@@ -1,3 +1,7 @@
+import * as http from 'http';
+import type { AddressInfo } from 'net';
+import { AccountStatusService } from '../../src/auth/account-status.service';
+import { FairShareCounters } from '../../src/common/fair-share/fair-share';
 import { StudiesService } from '../../src/studies';
 import { FAIR_SHARE_LIMITS } from '../../src/common/fair-share/fair-share';
 import { createTestApp, TestApp } from '../support/app';
@@ -118,5 +122,42 @@ describe('Fair share of expensive requests', () => {
     void (await startHeld(1, token, '*'));
     const res = await t.http.get('/api/dicom-web/studies', { token, query: { PatientName: '*' } });
     expectTooMany(res);
+  });
+
+  it('frees the slot of a client that left before its request reached the limit (its response closed early)', async () => {
+    await t.app.listen(0, '127.0.0.1');
+    const port = (t.app.getHttpServer().address() as AddressInfo).port;
+    const user = await createUser(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
+    const token = await login(t.http, user.email);
+    // Hold the sign-in check so that the client can leave before the request reaches the fair share.
+    const accounts = t.app.get(AccountStatusService);
+    const get = accounts.get.bind(accounts);
+    let openCheck!: () => void;
+    const checked = new Promise<void>((resolve) => (openCheck = resolve));
+    jest.spyOn(accounts, 'get').mockImplementation(async (id) => {
+      await checked;
+      return get(id);
+    });
+    accounts.forgetAll();
+    const request = http.get({
+      host: '127.0.0.1',
+      port,
+      path: '/api/studies?search=silva',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    request.on('error', () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    request.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    openCheck();
+    const counters = t.app.get(FairShareCounters);
+    const until = Date.now() + 5_000;
+    while (releases.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(counters.count(`user:${user.id}:expensive`)).toBe(1);
+    releases.splice(0).forEach((release) => release());
+    for (let i = 0; i < 100 && counters.count(`user:${user.id}:expensive`) > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(counters.count(`user:${user.id}:expensive`)).toBe(0);
+    expect(counters.count(`tenant:${other.tenant.id}:expensive`)).toBe(0);
   });
 });

@@ -10,7 +10,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import { ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Observable } from 'rxjs';
+import { finalize, Observable } from 'rxjs';
 import type { AuthUser } from '../auth/auth-user';
 import { ApiError, ErrorBodies } from '../errors/api-errors';
 import { Cost, FairShareCounters, isWildcardOnly } from './fair-share';
@@ -60,8 +60,11 @@ export class FairShareInterceptor implements NestInterceptor {
       http.getResponse<FastifyReply>().header('retry-after', String(FAIR_SHARE_RETRY_AFTER_SECONDS));
       throw new ApiError(429, ErrorBodies.tooManyAttempts);
     }
-    // Held until the answer has gone, a streamed one included, or the client has left.
+    // Held until the answer has gone, a streamed one included, or the client has left. A client that
+    // left while the guards ran has closed its response already: no event will come, so the slot
+    // goes when the handler is done.
     const raw = http.getResponse<FastifyReply>().raw;
+    if (raw.closed || raw.destroyed || raw.socket?.destroyed === true) return next.handle().pipe(finalize(slot.release));
     raw.once('finish', slot.release);
     raw.once('close', slot.release);
     return next.handle();
