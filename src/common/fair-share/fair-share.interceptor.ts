@@ -10,13 +10,13 @@ import {
 import { Reflector } from '@nestjs/core';
 import { ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { finalize, Observable } from 'rxjs';
+import { finalize, from, Observable, switchMap } from 'rxjs';
 import type { AuthUser } from '../auth/auth-user';
 import { ApiError, ErrorBodies } from '../errors/api-errors';
 import { Cost, FairShareCounters, isWildcardOnly } from './fair-share';
 
 const FAIR_SHARE = 'fair-share';
-/** Seconds a refused caller is told to wait: the guarded requests take well under that. */
+/** Seconds a refused caller is told to wait before trying again. */
 export const FAIR_SHARE_RETRY_AFTER_SECONDS = 1;
 
 interface FairShareSpec {
@@ -26,8 +26,10 @@ interface FairShareSpec {
 
 /**
  * Puts an expensive route (a list search, QIDO, a PDF, a download) under the caller's fair share:
- * past the per-user or per-clinic number running at once, 429 `{message: "Too Many Attempts."}`
- * with Retry-After. The slot is held until the response has gone (streams included). After `@Auth()`.
+ * past the per-user or per-clinic number running at once, a request waits its turn (up to
+ * FAIR_SHARE_MAX_WAIT_MS, behind at most FAIR_SHARE_MAX_WAITING), else 429 `{message: "Too Many
+ * Attempts."}` with Retry-After. The slot is held until the response has gone (streams included).
+ * After `@Auth()`.
  */
 export function FairShare(options: { patternParams?: readonly string[] } = {}) {
   return applyDecorators(
@@ -55,18 +57,22 @@ export class FairShareInterceptor implements NestInterceptor {
     if (!spec || !user) return next.handle();
     const query = (request.query ?? {}) as Record<string, unknown>;
     const cost: Cost = spec.patternParams.some((name) => isWildcardOnly(query[name])) ? 'wildcard' : 'expensive';
-    const slot = this.counters.take(user.id, user.tenant_id, cost);
-    if (!slot) {
-      http.getResponse<FastifyReply>().header('retry-after', String(FAIR_SHARE_RETRY_AFTER_SECONDS));
-      throw new ApiError(429, ErrorBodies.tooManyAttempts);
-    }
-    // Held until the answer has gone, a streamed one included, or the client has left. A client that
-    // left while the guards ran has closed its response already: no event will come, so the slot
-    // goes when the handler is done.
-    const raw = http.getResponse<FastifyReply>().raw;
-    if (raw.closed || raw.destroyed || raw.socket?.destroyed === true) return next.handle().pipe(finalize(slot.release));
-    raw.once('finish', slot.release);
-    raw.once('close', slot.release);
-    return next.handle();
+    const reply = http.getResponse<FastifyReply>();
+    return from(this.counters.take(user.id, user.tenant_id, cost)).pipe(
+      switchMap((slot) => {
+        if (!slot) {
+          reply.header('retry-after', String(FAIR_SHARE_RETRY_AFTER_SECONDS));
+          throw new ApiError(429, ErrorBodies.tooManyAttempts);
+        }
+        // Held until the answer has gone, a streamed one included, or the client has left. A client
+        // that left while the request waited has closed its response already: no event will come,
+        // so the slot goes when the handler is done.
+        const raw = reply.raw;
+        if (raw.closed || raw.destroyed || raw.socket?.destroyed === true) return next.handle().pipe(finalize(slot.release));
+        raw.once('finish', slot.release);
+        raw.once('close', slot.release);
+        return next.handle();
+      }),
+    );
   }
 }
