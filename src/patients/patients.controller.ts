@@ -16,7 +16,7 @@ export class PatientsController {
 
   @Get()
   @Auth()
-  @FairShare({ patternParams: ['search'] })
+  @FairShare({ patternParams: ['search'], searchesOnly: true })
   @ApiOperation({ summary: 'Patients visible to the caller, 20 per page, by name' })
   @ApiOkResponse({ type: PatientPageDto })
   @ApiUnprocessableEntityResponse({ description: 'Invalid page, or search over 255 characters' })

@@ -39,7 +39,7 @@ export class StudiesController {
   @Get()
   @Auth()
   @AuditAccess('study.search', { search: true })
-  @FairShare({ patternParams: ['search'] })
+  @FairShare({ patternParams: ['search'], searchesOnly: true })
   @ApiOperation({ summary: 'Studies visible to the caller, 15 per page, newest study date first' })
   @ApiOkResponse({ type: StudyPageDto })
   @ApiUnprocessableEntityResponse({ description: 'Invalid page, patient_uuid or exclude_id, or search over 255 characters' })

@@ -164,4 +164,21 @@ describe('Fair share of expensive requests', () => {
     expect(counters.count(`user:${user.id}:expensive`)).toBe(0);
     expect(counters.count(`tenant:${other.tenant.id}:expensive`)).toBe(0);
   });
+
+  it("leaves a list's plain page (no search) out of the limits", async () => {
+    const user = await createUser(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
+    const token = await login(t.http, user.email);
+    const limit = FAIR_SHARE_LIMITS.expensive.user;
+    const before = releases.length;
+    const plain = Array.from({ length: limit + 2 }, () => {
+      const response = t.http.get('/api/studies', { token });
+      inflight.push(response);
+      return response;
+    });
+    const until = Date.now() + 5_000;
+    while (releases.length < before + limit + 2 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(releases.length).toBe(before + limit + 2);
+    releases.splice(0).forEach((release) => release());
+    for (const res of await Promise.all(plain)) expect(res.status).toBe(200);
+  });
 });

@@ -22,6 +22,8 @@ export const FAIR_SHARE_RETRY_AFTER_SECONDS = 1;
 interface FairShareSpec {
   /** Query parameters whose wildcard-only value makes the request a `wildcard` one. */
   patternParams: readonly string[];
+  /** Only a request that searches (a non-empty pattern parameter) is expensive: a list's plain page is not. */
+  searchesOnly: boolean;
 }
 
 /**
@@ -31,9 +33,12 @@ interface FairShareSpec {
  * Attempts."}` with Retry-After. The slot is held until the response has gone (streams included).
  * After `@Auth()`.
  */
-export function FairShare(options: { patternParams?: readonly string[] } = {}) {
+export function FairShare(options: { patternParams?: readonly string[]; searchesOnly?: boolean } = {}) {
   return applyDecorators(
-    SetMetadata(FAIR_SHARE, { patternParams: options.patternParams ?? [] } satisfies FairShareSpec),
+    SetMetadata(FAIR_SHARE, {
+      patternParams: options.patternParams ?? [],
+      searchesOnly: options.searchesOnly ?? false,
+    } satisfies FairShareSpec),
     UseInterceptors(FairShareInterceptor),
     ApiTooManyRequestsResponse({
       description:
@@ -56,6 +61,9 @@ export class FairShareInterceptor implements NestInterceptor {
     const user = request.user;
     if (!spec || !user) return next.handle();
     const query = (request.query ?? {}) as Record<string, unknown>;
+    if (spec.searchesOnly && !spec.patternParams.some((name) => typeof query[name] === 'string' && query[name] !== '')) {
+      return next.handle();
+    }
     const cost: Cost = spec.patternParams.some((name) => isWildcardOnly(query[name])) ? 'wildcard' : 'expensive';
     const reply = http.getResponse<FastifyReply>();
     return from(this.counters.take(user.id, user.tenant_id, cost)).pipe(
