@@ -84,6 +84,8 @@ interface Fixtures {
   patientSearches: string[];
   /** The unit of the largest tenant with the most studies, and its regular user. */
   unitUserEmail: string;
+  /** A tenant admin of another clinic: the fair-share row's bystander. */
+  otherAdminEmail: string;
   unitStudies: number;
   superEmail: string;
   /** Fragments typed as users do (typedFragments), per caller. */
@@ -206,6 +208,14 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
       [tenant.id],
     );
     if (!admin) throw new Error(`the largest tenant has no active tenant admin`);
+    const otherAdmin = await one<{ email: string } | undefined>(
+      `SELECT u.email FROM users u
+        WHERE u.tenant_id <> $1 AND u.is_tenant_admin AND u.is_active
+          AND EXISTS (SELECT 1 FROM studies s WHERE s.tenant_id = u.tenant_id)
+        ORDER BY u.email LIMIT 1`,
+      [tenant.id],
+    );
+    if (!otherAdmin) throw new Error('no other clinic with studies and an active tenant admin');
     const study = await one<{ id: string; study_instance_uid: string; n: string }>(
       `SELECT s.id, s.study_instance_uid, (SELECT count(*) FROM series se WHERE se.study_id = s.id) AS n
          FROM studies s WHERE s.tenant_id = $1 AND s.patient_uuid IS NOT NULL
@@ -270,6 +280,7 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
       bigSeriesInstances: Number(big?.n ?? 0),
       patientSearches,
       unitUserEmail: unit.email,
+      otherAdminEmail: otherAdmin.email,
       unitStudies: Number(unit.n),
       superEmail: superUser.email,
       typed,
@@ -364,6 +375,8 @@ interface Tokens {
   admin: string;
   unit: string;
   super: string;
+  /** The tenant admin of another clinic. */
+  other: string;
 }
 
 function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missing?: string }): Scenario[] {
@@ -430,6 +443,14 @@ function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missi
       method: 'GET',
       path: '/api/health',
     },
+    {
+      key: 'fair-share',
+      label: `another clinic's studies list during ${FAIR_SHARE_FLOOD} worst-case searches of the largest`,
+      method: 'GET',
+      path: '/api/studies',
+      headers: { authorization: `Bearer ${tokens.other}` },
+    },
+    rotatingSearch('fair-share-flood', 'worst-case searches (wildcard-only, one letter)', WORST_CASE_SEARCHES, auth),
     {
       key: 'validate',
       label: 'viewer token validate',
@@ -535,6 +556,46 @@ async function measure(
     peakRssMb: memory ? round(memory.peak(), 0) : undefined,
     apiCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.api - cpuBefore.api) / completed, 3) : undefined,
     pgCpuMs: cpuBefore && cpuAfter && completed ? round(pgCpuBetween(cpuBefore.pg, cpuAfter.pg) / completed, 3) : undefined,
+  };
+}
+
+/** Connections sending the largest clinic's worst-case searches in the fair-share row. */
+const FAIR_SHARE_FLOOD = 40;
+/** Searches no index narrows: wildcard-only patterns and single letters, each reading the whole clinic. */
+const WORST_CASE_SEARCHES = ['%', '_', '%%', '*', 'a', 'e', 'o', 'i', 'a%', '%_'];
+
+/**
+ * Another clinic's studies list (one connection, its tenant admin) while ${FAIR_SHARE_FLOOD}
+ * connections of the largest clinic's tenant admin send worst-case searches without pause. Without
+ * the fair share these held the search pool and the others' lists waited seconds, then got 503.
+ * The row's latencies are the bystander's; its note gives what the flood got (200/429/503).
+ */
+async function measureFairShare(base: string, all: Scenario[], s: Scenario, duration: number): Promise<Measured> {
+  const flood = all.find((x) => x.key === 'fair-share-flood')!;
+  const [floodRun, bystander] = await Promise.all([
+    drive(base, flood, FAIR_SHARE_FLOOD, duration),
+    drive(base, s, 1, duration),
+  ]);
+  const latencies = bystander.latencies.sort((a, b) => a - b);
+  const failed = Object.entries(bystander.statuses)
+    .filter(([code]) => !code.startsWith('2'))
+    .reduce((sum, [, n]) => sum + n, 0);
+  const floodOf = (code: string) => floodRun.statuses[code] ?? 0;
+  return {
+    key: 'fair-share',
+    label: s.label,
+    connections: 1,
+    status: 'ok',
+    requests: latencies.length,
+    rps: round(latencies.length / bystander.result.duration, 0),
+    p50: round(percentile(latencies, 50, true), 2),
+    p99: round(percentile(latencies, 99, true), 2),
+    max: round(latencies[latencies.length - 1] ?? NaN, 1),
+    errors: failed + bystander.result.errors + bystander.result.timeouts,
+    statuses: bystander.statuses,
+    note:
+      `flood: ${floodOf('200')} answered, ${floodOf('429')} refused (429), ${floodOf('503')} 503; ` +
+      `bystander 503s: ${bystander.statuses['503'] ?? 0}`,
   };
 }
 
@@ -693,6 +754,24 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
     latency('page1000', 32, 150, 'studies list page 1,000, p99 < 150 ms at 32 connections'),
     latency('login-burst', 2, 100, `health and studies list p99 < 100 ms during ${LOGIN_BURST} concurrent logins`),
     {
+      name: `another clinic's list p99 < 100 ms and no 503 during ${FAIR_SHARE_FLOOD} worst-case searches of one clinic`,
+      met: (() => {
+        const row = at('fair-share', 1);
+        return row?.status === 'ok' && (row.p99 ?? Infinity) < 100 && row.errors === 0 && !/503: [1-9]/.test(row.note ?? '');
+      })(),
+      measured: (() => {
+        const row = at('fair-share', 1);
+        return row?.status === 'ok' ? `p99 ${row.p99} ms, ${row.errors} errors; ${row.note}` : (row?.note ?? 'not measured');
+      })(),
+    },
+    {
+      name: 'viewer validate >= 70% of the bare server rate at 32 connections (trail, reach and value checks in place)',
+      met: at('validate', 32)?.status === 'ok' && (at('validate', 32)?.ratio ?? 0) >= 0.7,
+      measured: validate
+        .map((r) => (r?.status === 'ok' ? `${Math.round((r.ratio ?? 0) * 100)}%` : (r?.note ?? '-')))
+        .join(' / '),
+    },
+    {
       name: 'viewer validate >= 50% of the bare server rate (1 and 32 connections)',
       met: validate.every((r) => r?.status === 'ok' && (r.ratio ?? 0) >= 0.5),
       measured: validate
@@ -831,6 +910,7 @@ async function main(): Promise<void> {
       admin: await login(api.url, fx.adminEmail, addresses),
       unit: await login(api.url, fx.unitUserEmail, addresses),
       super: await login(api.url, fx.superEmail, addresses),
+      other: await login(api.url, fx.otherAdminEmail, addresses),
     };
     const token = tokens.admin;
     const viewer = await viewerToken(api.url, token, fx.studyId);
@@ -853,6 +933,16 @@ async function main(): Promise<void> {
         console.log(`${s.label}: ${unavailable}`);
         for (const c of connectionCounts)
           rows.push({ key: s.key, label: s.label, connections: c, status: 'n/a', note: unavailable });
+        continue;
+      }
+      // Driven only as the fair-share row's flood.
+      if (s.key === 'fair-share-flood') continue;
+      if (s.key === 'fair-share') {
+        const row = await measureFairShare(base, every, s, options.duration);
+        rows.push(row);
+        console.log(
+          `${row.label.padEnd(52)} c=${String(row.connections).padStart(2)}  ${String(row.rps).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  ${row.note ?? ''}`,
+        );
         continue;
       }
       if (s.key === 'login-burst') {

@@ -4,6 +4,7 @@ import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis'
 import { AdminModule } from './admin/admin.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
+import { FairShareModule } from './common/fair-share/fair-share.module';
 import { APP_CONFIG } from './config/config.module';
 import { AppConfig } from './config/environment';
 import { CoreModule } from './core.module';
@@ -33,6 +34,7 @@ import { ViewerModule } from './viewer/viewer.module';
       }),
     }),
     AuditModule,
+    FairShareModule,
     AuthModule,
     HealthModule,
     AdminModule,

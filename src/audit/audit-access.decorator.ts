@@ -11,7 +11,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { Observable, tap } from 'rxjs';
 import type { AuthUser } from '../common/auth/auth-user';
-import { AccessAction, AuditService } from './audit.service';
+import { AccessAction, AccessEntry, AuditService } from './audit.service';
 
 export interface AuditAccessOptions {
   /** Path parameter holding the study id (default `id`). */
@@ -20,6 +20,25 @@ export interface AuditAccessOptions {
   studyBodyField?: string;
   /** Path parameter naming what was opened inside the study (instance, series). */
   targetParam?: string;
+  /**
+   * A search: no study; the entry carries how many studies the answer returned (a page's `data`, an
+   * array, or what the handler told `searchReturned`), never the search text.
+   */
+  search?: boolean;
+}
+
+const searchCounts = new WeakMap<object, number>();
+
+/** For a search handler whose answer is not a list (a serialized body): how many studies it returned. */
+export function searchReturned(request: object, count: number): void {
+  searchCounts.set(request, count);
+}
+
+function countOf(result: unknown, request: object): number | null {
+  if (Array.isArray(result)) return result.length;
+  const data = (result as { data?: unknown } | null)?.data;
+  if (Array.isArray(data)) return data.length;
+  return searchCounts.get(request) ?? null;
 }
 
 const AUDIT_ACCESS = 'audit:access';
@@ -35,8 +54,9 @@ type AuditedRequest = FastifyRequest & {
 };
 
 /**
- * Logs that the caller opened a study (or an image or a viewer token of it) once the handler has
- * succeeded: a 404 or 401 opened nothing. Put it on the controller method, after `@Auth()`.
+ * Records the caller's act in the access trail once the handler has succeeded (a 404 or 401 opened
+ * nothing): a study (or an image or a viewer token of it) opened, a report read or written, a
+ * download, or with `search: true` a search. Put it on the controller method, after `@Auth()`.
  */
 export function AuditAccess(action: AccessAction, options: AuditAccessOptions = {}) {
   return applyDecorators(
@@ -58,25 +78,29 @@ export class AccessLogInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<AuditedRequest>();
     let recorded = false;
     return next.handle().pipe(
-      tap(() => {
+      tap((result: unknown) => {
         if (recorded) return;
         recorded = true;
-        this.audit.record(describeAccess(spec, request));
+        this.audit.record(describeAccess(spec, request, result));
       }),
     );
   }
 }
 
-function describeAccess(spec: AuditSpec, request: AuditedRequest) {
+function describeAccess(spec: AuditSpec, request: AuditedRequest, result: unknown): AccessEntry {
   const params = request.params ?? {};
   const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
-  return {
+  const entry: AccessEntry = {
     action: spec.action,
     userId: request.user?.id,
     tenantId: request.user?.tenant_id,
-    studyId: spec.studyBodyField ? body[spec.studyBodyField] : params[spec.studyParam ?? 'id'],
-    targetId: spec.targetParam ? params[spec.targetParam] : null,
     ip: request.ip,
     requestId: String(request.id ?? ''),
+  };
+  if (spec.search) return { ...entry, count: countOf(result, request) };
+  return {
+    ...entry,
+    studyId: spec.studyBodyField ? body[spec.studyBodyField] : params[spec.studyParam ?? 'id'],
+    targetId: spec.targetParam ? params[spec.targetParam] : null,
   };
 }

@@ -1,5 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import { AccessLogRepository } from './access-log.repository';
+import { AccessTrailController } from './access-trail.controller';
+import { AccessTrailRepository } from './access-trail.repository';
+import { AccessTrailService } from './access-trail.service';
 import { AccessLogInterceptor } from './audit-access.decorator';
 import { AuditService } from './audit.service';
 
@@ -10,7 +13,8 @@ import { AuditService } from './audit.service';
  */
 @Global()
 @Module({
-  providers: [AccessLogRepository, AuditService, AccessLogInterceptor],
+  controllers: [AccessTrailController],
+  providers: [AccessLogRepository, AuditService, AccessLogInterceptor, AccessTrailRepository, AccessTrailService],
   exports: [AuditService, AccessLogInterceptor],
 })
 export class AuditModule {}

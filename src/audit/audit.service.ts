@@ -1,15 +1,24 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 
-export type AccessAction =
-  | 'study.view'
-  | 'study.image'
-  | 'study.thumbnail'
-  | 'series.thumbnail'
-  | 'viewer_token.issue'
-  | 'report.read'
-  | 'report.write'
-  | 'report.sign';
+/** Every act the access trail records (decisions.md 3e); `GET /api/audit/access?action=` takes these. */
+export const ACCESS_ACTIONS = [
+  'study.search',
+  'study.view',
+  'study.image',
+  'study.thumbnail',
+  'series.thumbnail',
+  'viewer_token.issue',
+  'report.read',
+  'report.write',
+  'report.sign',
+  'study.download',
+  'study.upload',
+  'share.create',
+  'share.open',
+  'share.revoke',
+] as const;
+export type AccessAction = (typeof ACCESS_ACTIONS)[number];
 
 /** What a caller tells the access log; ids that are not uuids are stored as null. */
 export interface AccessEntry {
@@ -20,6 +29,12 @@ export interface AccessEntry {
   studyId?: unknown;
   /** The instance or series opened inside the study. */
   targetId?: unknown;
+  /** The share through which the act happened (a share's viewer token, a share opened or revoked). */
+  shareId?: unknown;
+  /** The study's DICOM Patient ID when the caller knows it; else taken from the study when it is written. */
+  patientId?: string | null;
+  /** For a search: how many studies it returned (the search text itself is never recorded). */
+  count?: number | null;
   ip?: string | null;
   requestId?: string | null;
 }
@@ -39,7 +54,7 @@ const clip = (value: unknown, max: number): string | null =>
   typeof value === 'string' && value.length > 0 ? value.slice(0, max) : null;
 
 /**
- * The access log of who opened which study, image or viewer token. `record` only appends to a
+ * The access trail: who searched, opened, wrote or shared which study. `record` only appends to a
  * buffer: it never waits for PostgreSQL and never throws into the request. The buffer is written
  * every second, or as soon as it holds a batch, with one multi-row INSERT, and once more when
  * the application shuts down.
@@ -81,6 +96,9 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
         tenant_id: uuidOrNull(entry.tenantId),
         study_id: uuidOrNull(entry.studyId),
         target_id: uuidOrNull(entry.targetId),
+        share_id: uuidOrNull(entry.shareId),
+        patient_id: clip(entry.patientId, 64),
+        result_count: Number.isSafeInteger(entry.count) ? (entry.count as number) : null,
         ip: clip(entry.ip, 64),
         request_id: clip(entry.requestId, 128),
       });

@@ -1,4 +1,5 @@
 // The audit feature's public surface: what other features may import (see eslint.config.mjs).
 export { AuditModule } from './audit.module';
-export { AuditAccess } from './audit-access.decorator';
-export { AuditService } from './audit.service';
+export { AuditAccess, searchReturned } from './audit-access.decorator';
+export { ACCESS_ACTIONS, AuditService } from './audit.service';
+export type { AccessAction, AccessEntry } from './audit.service';

@@ -86,6 +86,16 @@ export class EnvironmentVariables {
   @Min(1)
   VIEWER_TOKEN_TTL = 600;
 
+  /**
+   * Study UIDs a viewer token (or session) may name in a minute that it cannot read (unknown, or
+   * another unit's or clinic's); past it, every request of that credential is refused until the
+   * minute is over. A viewer names only what it was given, so refusals are rare in real use.
+   */
+  @Transform(({ value }) => Number(value))
+  @IsInt()
+  @Min(1)
+  VIEWER_REFUSED_UIDS_PER_MINUTE = 30;
+
   /** off (default), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
   @Matches(/^(off|false|true|\d+|[0-9a-fA-F:.,/\s]+)$/, {
     message: 'TRUST_PROXY must be off, true, a hop count or a list of proxy addresses',

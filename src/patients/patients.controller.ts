@@ -2,6 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
+import { FairShare } from '../common/fair-share/fair-share.interceptor';
 import { UuidParam } from '../common/http/uuid-param';
 import { PageQueryDto, Paginated, SearchPageQueryDto } from '../common/pagination';
 import { StudyDto, StudyPageDto } from '../studies';
@@ -15,6 +16,7 @@ export class PatientsController {
 
   @Get()
   @Auth()
+  @FairShare({ patternParams: ['search'], searchesOnly: true })
   @ApiOperation({ summary: 'Patients visible to the caller, 20 per page, by name' })
   @ApiOkResponse({ type: PatientPageDto })
   @ApiUnprocessableEntityResponse({ description: 'Invalid page, or search over 255 characters' })

@@ -12,6 +12,7 @@ import type { Readable } from 'stream';
 import { AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
+import { FairShare } from '../common/fair-share/fair-share.interceptor';
 import { UuidParam } from '../common/http/uuid-param';
 import { Paginated } from '../common/pagination';
 import { ListStudiesQueryDto } from './dto/list-studies.query';
@@ -37,6 +38,8 @@ export class StudiesController {
 
   @Get()
   @Auth()
+  @AuditAccess('study.search', { search: true })
+  @FairShare({ patternParams: ['search'], searchesOnly: true })
   @ApiOperation({ summary: 'Studies visible to the caller, 15 per page, newest study date first' })
   @ApiOkResponse({ type: StudyPageDto })
   @ApiUnprocessableEntityResponse({

@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
+
+/** Where a study row lives, and whose it is: what the viewer gate decides on. */
+export interface StudyPlace extends RecordPlace {
+  study_id: string;
+  /** The DICOM Patient ID (one patient per tenant and Patient ID). */
+  patient_id: string;
+}
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import {
   ListSearch,
@@ -217,8 +224,14 @@ export class StudiesRepository {
   }
 
   /** Id, tenant and study UID of a study in the scope, or null. */
-  findStudyRef(scope: DataScope, id: string): Promise<Pick<Study, 'id' | 'tenant_id' | 'study_instance_uid'> | null> {
-    return this.scoped(scope).andWhere('s.id = :id', { id }).select(['s.id', 's.tenant_id', 's.study_instance_uid']).getOne();
+  findStudyRef(
+    scope: DataScope,
+    id: string,
+  ): Promise<Pick<Study, 'id' | 'tenant_id' | 'unit_id' | 'study_instance_uid' | 'patient_id'> | null> {
+    return this.scoped(scope)
+      .andWhere('s.id = :id', { id })
+      .select(['s.id', 's.tenant_id', 's.unit_id', 's.study_instance_uid', 's.patient_id'])
+      .getOne();
   }
 
   async studyExists(scope: DataScope, id: string): Promise<boolean> {
@@ -318,20 +331,23 @@ export class StudiesRepository {
   }
 
   /**
-   * Where each of these study UIDs is held: its tenants and units (a UID may exist in more than one
-   * place when two devices sent it under different patients). UIDs absent from the result are unknown.
+   * Where each of these study UIDs is held: the study row, its tenant, unit and DICOM Patient ID (a
+   * UID may exist in more than one place when two devices sent it under different patients). UIDs
+   * absent from the result are unknown.
    */
-  async placesOfStudyUids(uids: string[]): Promise<Map<string, RecordPlace[]>> {
-    const rows: Array<{ uid: string } & RecordPlace> = await this.db.query(
-      `SELECT DISTINCT study_instance_uid AS uid, tenant_id::text AS tenant_id, unit_id::text AS unit_id
+  async placesOfStudyUids(uids: string[]): Promise<Map<string, StudyPlace[]>> {
+    const rows: Array<{ uid: string } & StudyPlace> = await this.db.query(
+      `SELECT study_instance_uid AS uid, id::text AS study_id, tenant_id::text AS tenant_id, unit_id::text AS unit_id,
+              patient_id
          FROM studies WHERE study_instance_uid = ANY($1::varchar[])`,
       [uids],
     );
-    const places = new Map<string, RecordPlace[]>();
-    for (const { uid, tenant_id, unit_id } of rows) {
+    const places = new Map<string, StudyPlace[]>();
+    for (const { uid, study_id, tenant_id, unit_id, patient_id } of rows) {
+      const place = { study_id, tenant_id, unit_id, patient_id };
       const list = places.get(uid);
-      if (list) list.push({ tenant_id, unit_id });
-      else places.set(uid, [{ tenant_id, unit_id }]);
+      if (list) list.push(place);
+      else places.set(uid, [place]);
     }
     return places;
   }

@@ -1,17 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import type { RecordPlace } from '../common/auth/data-scope';
-import { StudiesRepository } from '../studies';
+import { StudiesRepository, StudyPlace } from '../studies';
 import { TtlCache } from '../common/cache/ttl-cache';
 
-export type StudyPlaces = readonly RecordPlace[];
+export type StudyPlaces = readonly StudyPlace[];
 
-// A study's place only changes when a quarantined study is re-sent after its device is registered
-// (or an admin moves it): a minute of delay is acceptable there, and it keeps PostgreSQL off the
-// viewer's request path.
-export const KNOWN_UID_TTL_MS = 60_000;
-// Unknown UIDs are remembered briefly, so that a burst of requests for one does not reach PostgreSQL,
-// while a study that is being ingested right now becomes viewable within seconds.
-export const UNKNOWN_UID_TTL_MS = 5_000;
+/**
+ * How long a UID's answer is kept, known or unknown alike: two lifetimes would let a caller tell by
+ * the timing of repeated requests whether a UID it may not read exists in another clinic. Short
+ * enough that a study being ingested becomes viewable, and a moved study follows its clinic, within
+ * seconds; long enough that a viewer's hundreds of requests per study do not reach PostgreSQL.
+ */
+export const UID_TTL_MS = 10_000;
 const MAX_ENTRIES = 50_000;
 /**
  * The flood guard. A token holder can name a new unknown UID in every request; whatever the rate,
@@ -29,7 +28,7 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Study instance UID -> the tenants and units holding it (empty: unknown), cached in-process. */
+/** Study instance UID -> the study rows holding it (empty: unknown), cached in-process. */
 @Injectable()
 export class StudyPlacesCache {
   private readonly cache = new TtlCache<StudyPlaces>(MAX_ENTRIES);
@@ -66,7 +65,7 @@ export class StudyPlacesCache {
 
   /** Seeds the cache (a token was just issued for this UID: its first validation should not miss). */
   remember(uid: string, places: StudyPlaces): void {
-    this.cache.set(uid, places, Date.now() + (places.length ? KNOWN_UID_TTL_MS : UNKNOWN_UID_TTL_MS));
+    this.cache.set(uid, places, Date.now() + UID_TTL_MS);
   }
 
   clear(): void {

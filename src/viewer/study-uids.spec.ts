@@ -148,6 +148,62 @@ describe('extractStudyUids', () => {
   });
 });
 
+describe('rendering parameter values (decisions.md "Values are checked too")', () => {
+  const rendered = (query: string) => `/dicom-web/studies/${A}/series/1.2/instances/3.4/frames/1/rendered?${query}`;
+
+  it.each([
+    'viewport=512,512',
+    'viewport=1,1',
+    'viewport=4096,4096',
+    'viewport=256,256,0,0,512,512',
+    'viewport=256,256,10,-20,-512,512',
+    'quality=1',
+    'quality=100',
+    'quality=90&viewport=64,64&window=40,400,linear',
+    'window=40,400,linear-exact',
+    'window=-600.5,1500,sigmoid',
+    'window=40,400,1',
+  ])('lets %s through', (query) => {
+    expect(extractStudyUids(rendered(query))).toEqual([A]);
+  });
+
+  it.each([
+    ['a viewport wider than 4096', 'viewport=4097,512'],
+    ['a viewport taller than 4096', 'viewport=512,4097'],
+    ['the 30000 x 30000 viewport', 'viewport=30000,30000'],
+    ['an 8000 x 8000 viewport', 'viewport=8000,8000'],
+    ['a viewport of zero', 'viewport=0,512'],
+    ['one number', 'viewport=512'],
+    ['three numbers', 'viewport=512,512,0'],
+    ['seven numbers', 'viewport=1,1,1,1,1,1,1'],
+    ['a negative side', 'viewport=-512,512'],
+    ['a float side', 'viewport=512.5,512'],
+    ['an empty side', 'viewport=,512'],
+    ['an encoded comma', 'viewport=512%2C512'],
+    ['a sign', 'viewport=+512,512'],
+    ['an exponent', 'viewport=1e3,512'],
+    ['blanks', 'viewport=512,%20512'],
+    ['an empty viewport', 'viewport='],
+    ['a viewport without a value', 'viewport'],
+    ['a huge source offset', 'viewport=64,64,99999999999,0,1,1'],
+    ['a large second viewport after a good one', 'viewport=64,64&viewport=8000,8000'],
+    ['quality 1000', 'quality=1000'],
+    ['quality 0', 'quality=0'],
+    ['quality 101', 'quality=101'],
+    ['a negative quality', 'quality=-1'],
+    ['a float quality', 'quality=50.5'],
+    ['an empty quality', 'quality='],
+    ['a window of two numbers', 'window=40,400'],
+    ['a window of four', 'window=40,400,linear,1'],
+    ['a window with a word for a number', 'window=abc,400,linear'],
+    ['a window function the image server does not know', 'window=40,400,cubic'],
+    ['an empty window', 'window='],
+    ['NaN', 'window=NaN,400,linear'],
+  ])('refuses %s', (_, query) => {
+    expect(extractStudyUids(rendered(query))).toBeNull();
+  });
+});
+
 function uids(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `1.2.3.${i}`);
 }

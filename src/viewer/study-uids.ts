@@ -25,7 +25,9 @@
  * - the study filter appears at most once, with a non-empty list of plain UIDs;
  * - a search at a root carries the study filter; under `/studies/<uid>` every UID named, in the path
  *   and in a filter, is returned;
- * - at most MAX_UIDS_PER_REQUEST distinct UIDs (a flood guard: each unknown one costs a lookup).
+ * - at most MAX_UIDS_PER_REQUEST distinct UIDs (a flood guard: each unknown one costs a lookup);
+ * - the rendering parameters' values are within the image server's limits (RENDERING_VALUES): it
+ *   allocates what `viewport` asks for, so a value out of bounds is refused, not merely a key.
  */
 export const DICOMWEB_ROOT = '/dicom-web/';
 export const MAX_UIDS_PER_REQUEST = 50;
@@ -47,8 +49,50 @@ export const STUDY_FILTER_KEYS: readonly string[] = [
 
 /** QIDO-RS parameters that are not attributes (PS3.18 8.3.4, 8.3.5). */
 const QIDO_PARAMETERS = ['limit', 'offset', 'fuzzymatching', 'includefield'];
-/** WADO-RS retrieve parameters (PS3.18 8.3.3, 8.3.5): rendering and media type. */
-const WADO_PARAMETERS = ['accept', 'quality', 'viewport', 'window', 'annotation', 'charset', 'iccprofile'];
+/** WADO-RS retrieve parameters (PS3.18 8.3.3, 8.3.5) whose values the image server does not act on beyond a media type or a label. */
+const WADO_PARAMETERS = ['accept', 'annotation', 'charset', 'iccprofile'];
+
+/** The largest rendering the image server is asked for, in either dimension (decisions.md "Values are checked too"). */
+export const MAX_VIEWPORT_SIDE = 4_096;
+const SIDE = /^[0-9]{1,4}$/;
+const OFFSET = /^-?[0-9]{1,9}$/;
+const NUMBER = /^-?[0-9]{1,9}(\.[0-9]{1,9})?$/;
+const WINDOW_FUNCTIONS = new Set(['linear', 'linear-exact', 'sigmoid']);
+
+const isSide = (text: string) => SIDE.test(text) && Number(text) >= 1 && Number(text) <= MAX_VIEWPORT_SIDE;
+
+/**
+ * The rendering parameters of WADO-RS Retrieve Rendered (PS3.18 8.3.5.1) as the DICOMweb plugin
+ * reads them (split on a raw `,`, no decoding), each with the values allowed through:
+ * - `viewport`: `vw,vh` or `vw,vh,sx,sy,sw,sh`, integers, `vw` and `vh` from 1 to MAX_VIEWPORT_SIDE
+ *   (the size of the image it allocates), the source region as signed integers;
+ * - `quality`: an integer from 1 to 100;
+ * - `window`: `center,width,function`, two numbers and a third (the plugin's linear, linear-exact or
+ *   sigmoid; a number, as decisions.md words it, is let through and the plugin refuses it itself).
+ */
+const RENDERING_VALUES: ReadonlyMap<string, (value: string) => boolean> = new Map([
+  [
+    'viewport',
+    (value: string) => {
+      const parts = value.split(',');
+      if (parts.length !== 2 && parts.length !== 6) return false;
+      return isSide(parts[0]) && isSide(parts[1]) && parts.slice(2).every((part) => OFFSET.test(part));
+    },
+  ],
+  ['quality', (value: string) => SIDE.test(value) && Number(value) >= 1 && Number(value) <= 100],
+  [
+    'window',
+    (value: string) => {
+      const parts = value.split(',');
+      return (
+        parts.length === 3 &&
+        NUMBER.test(parts[0]) &&
+        NUMBER.test(parts[1]) &&
+        (WINDOW_FUNCTIONS.has(parts[2]) || NUMBER.test(parts[2]))
+      );
+    },
+  ],
+]);
 /**
  * The attributes QIDO-RS clients (OHIF's dicomweb-client, dcm4che's qidors, Orthanc Explorer 2)
  * match on or include, by keyword and by tag (upper- or lower-case hex). Orthanc reads each as that
@@ -92,10 +136,12 @@ const QIDO_ATTRIBUTES: ReadonlyArray<[keyword: string, tag: string]> = [
 const enum KeyKind {
   Other = 1,
   StudyFilter = 2,
+  Rendering = 3,
 }
 
 const KEYS = new Map<string, KeyKind>();
 for (const key of STUDY_FILTER_KEYS) KEYS.set(key, KeyKind.StudyFilter);
+for (const key of RENDERING_VALUES.keys()) KEYS.set(key, KeyKind.Rendering);
 for (const key of [...QIDO_PARAMETERS, ...WADO_PARAMETERS]) KEYS.set(key, KeyKind.Other);
 for (const [keyword, tag] of QIDO_ATTRIBUTES) {
   KEYS.set(keyword, KeyKind.Other);
@@ -137,8 +183,13 @@ export function extractStudyUids(originalUri: string | undefined | null): string
     for (const part of originalUri.slice(queryAt + 1).split('&')) {
       if (part === '') continue;
       const eq = part.indexOf('=');
-      const kind = KEYS.get(eq === -1 ? part : part.slice(0, eq));
+      const key = eq === -1 ? part : part.slice(0, eq);
+      const kind = KEYS.get(key);
       if (kind === undefined) return null;
+      if (kind === KeyKind.Rendering) {
+        if (eq === -1 || !RENDERING_VALUES.get(key)!(part.slice(eq + 1))) return null;
+        continue;
+      }
       if (kind !== KeyKind.StudyFilter) continue;
       // Given twice, Orthanc applies the last one: we would have to guess which one it reads.
       if (filtered || eq === -1) return null;

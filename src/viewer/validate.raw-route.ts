@@ -1,9 +1,12 @@
-import { Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'http';
 import { performance } from 'perf_hooks';
 import { FastifyAdapterWithRawRoutes } from '../common/http/raw-routes';
 import { requestIdOf } from '../common/http/request-id';
+import { clientAddressOf } from '../common/http/client-address';
+import { APP_CONFIG } from '../config/config.module';
+import { AppConfig } from '../config/environment';
 import { MetricsService } from '../operations';
 import { verdictResponse } from './verdict-response';
 import { FORBIDDEN, Verdict, ViewerService } from './viewer.service';
@@ -19,12 +22,16 @@ export const VALIDATE_PATH = '/api/viewer/token/validate';
 @Injectable()
 export class ValidateRawRoute implements OnModuleInit {
   private readonly logger = new Logger(ValidateRawRoute.name);
+  private readonly clientAddress: (request: IncomingMessage) => string | undefined;
 
   constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
     private readonly viewer: ViewerService,
     @Optional() private readonly metrics?: MetricsService,
-  ) {}
+  ) {
+    this.clientAddress = clientAddressOf(config.trustProxy);
+  }
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
@@ -33,9 +40,10 @@ export class ValidateRawRoute implements OnModuleInit {
 
   readonly handle = (request: IncomingMessage, response: ServerResponse): void => {
     const started = performance.now();
-    const verdict = this.viewer.validateNow(request.headers);
+    const ip = () => this.clientAddress(request);
+    const verdict = this.viewer.validateNow(request.headers, ip);
     if (verdict) return this.answer(request, response, verdict, started);
-    this.viewer.validateFromStores(request.headers).then(
+    this.viewer.validateFromStores(request.headers, ip).then(
       (verdict) => this.answer(request, response, verdict, started),
       (error: unknown) => {
         // validateFromStores() does not throw; if it ever does, the proxy must still get a refusal, not a hang.

@@ -47,12 +47,16 @@ export class ViewerController {
     summary: 'For the proxy\'s auth_request: may this viewer token or session read the studies in X-Original-URI?',
     description:
       'Public. Answers only 200, 401 or 403. The caller is a viewer token (X-Viewer-Token, or ' +
-      '`Authorization: Bearer <uuid>`: it opens the studies of its tenant) or a user session (`Authorization: ' +
+      '`Authorization: Bearer <uuid>`: it opens its study, its issuer\'s scope and the same patient\'s other ' +
+      'studies in the clinic; a share\'s token its one study) or a user session (`Authorization: ' +
       'Bearer <access token>` or the pacs_access_token cookie: it opens the user\'s own scope). X-Original-URI is ' +
       'read as the image server reads it: `/dicom-web/studies/<uid>[/...]`, or a search at `/dicom-web/studies`, ' +
       '`/series` or `/instances` with the study filter (`StudyInstanceUID`, `0020000D`, `0020,000D` or ' +
       '`0020-000D`; once; UIDs separated by `,`). An unknown query key, a raw `#` or `\\`, a search without ' +
-      'the filter, an unknown UID, a wildcard or more than 50 UIDs is 403.',
+      'the filter, an unknown UID, a wildcard or more than 50 UIDs is 403; so is a rendering parameter out of ' +
+      'bounds (`viewport` 2 or 6 integers, width and height at most 4096; `quality` 1-100; `window` three ' +
+      'numbers). A credential that names more than VIEWER_REFUSED_UIDS_PER_MINUTE study UIDs it cannot read ' +
+      'in a minute is refused (403) until the minute is over.',
   })
   @ApiHeader({ name: 'X-Viewer-Token', required: false })
   @ApiHeader({ name: 'X-Original-URI', required: true })
@@ -68,7 +72,7 @@ export class ViewerController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const { status, headers, body } = verdictResponse(await this.viewer.validate(request.headers));
+    const { status, headers, body } = verdictResponse(await this.viewer.validate(request.headers, () => request.ip));
     reply.status(status).headers(headers);
     if (body === '') reply.send();
     else reply.send(body);

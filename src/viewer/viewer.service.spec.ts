@@ -1,17 +1,36 @@
 import type Redis from 'ioredis';
 import type { AccountState, AccountStatusService, TokenService } from '../auth';
 import type { AppConfig } from '../config/environment';
-import type { RecordPlace } from '../common/auth/data-scope';
-import type { StudiesRepository } from '../studies';
+import type { StudiesRepository, StudyPlace } from '../studies';
 import { StudyPlacesCache } from './study-places.cache';
-import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService, ViewerSession } from './viewer.service';
+import type { RefusedUidLimit } from './refused-uid-limit';
+import type { ViewTrail } from './view-trail';
+import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
+import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService } from './viewer.service';
 
 const TOKEN = '6f1c7a52-8d0e-4b8e-9c55-0c8f0b9a1d23';
 const TENANT = 'tenant-a';
 const UID = '1.2.3.4';
 const URI = `/dicom-web/studies/${UID}`;
 const h = (token: unknown, uri: string) => ({ 'x-viewer-token': token as string, 'x-original-uri': uri });
-const at = (tenant_id: string): RecordPlace[] => [{ tenant_id, unit_id: 'unit-1' }];
+const SECRET = 'jwt-secret-for-unit-tests';
+const place = (study_id: string, tenant_id: string, unit_id: string, patient_id = 'P-1'): StudyPlace[] => [
+  { study_id, tenant_id, unit_id, patient_id },
+];
+const at = (tenant_id: string): StudyPlace[] =>
+  place(tenant_id === TENANT ? 'study-1' : `study-of-${tenant_id}`, tenant_id, 'unit-1');
+
+/** As RefusedUidLimit, in memory: blocked past `limit` refusals. */
+class FakeRefusedUidLimit {
+  counts = new Map<string, number>();
+  constructor(private readonly limit = 30) {}
+  blocked(id: string): boolean {
+    return (this.counts.get(id) ?? 0) > this.limit;
+  }
+  async refused(id: string, uids: number): Promise<void> {
+    this.counts.set(id, (this.counts.get(id) ?? 0) + uids);
+  }
+}
 
 function accountOf(changes: Partial<AccountState>): AccountState {
   return {
@@ -30,20 +49,23 @@ function accountOf(changes: Partial<AccountState>): AccountState {
 function build(overrides: {
   redisGet?: () => Promise<string | null>;
   account?: () => Promise<AccountState | null>;
-  placesOf?: () => Promise<Map<string, RecordPlace[]>>;
+  placesOf?: () => Promise<Map<string, StudyPlace[]>>;
   session?: Partial<ViewerSession>;
   tokens?: Partial<TokenService>;
   metrics?: { viewerValidation: jest.Mock };
+  limit?: FakeRefusedUidLimit;
 } = {}) {
   const session: ViewerSession = {
     user_id: 'user-1',
     tenant_id: TENANT,
-    unit_id: 'unit-1',
     study_id: 'study-1',
+    patient_id: 'P-1',
+    share_id: null,
     expires_at: Date.now() + 600_000,
     ...overrides.session,
   };
-  const redis = { get: jest.fn(overrides.redisGet ?? (async () => JSON.stringify(session))) };
+  const records = new ViewerTokenRecords(SECRET);
+  const redis = { get: jest.fn(overrides.redisGet ?? (async () => records.seal(TOKEN, session))) };
   const account = accountOf({});
   // As AccountStatusService: `peek` answers what the last `get` read, until then nothing.
   let cachedAccount: AccountState | null | undefined;
@@ -55,16 +77,20 @@ function build(overrides: {
   const studies = {
     placesOfStudyUids: jest.fn(overrides.placesOf ?? (async () => new Map([[UID, at(TENANT)]]))),
   };
+  const limit = overrides.limit ?? new FakeRefusedUidLimit();
+  const trail = { opened: jest.fn() };
   const service = new ViewerService(
-    { VIEWER_TOKEN_TTL: 600 } as AppConfig,
+    { VIEWER_TOKEN_TTL: 600, JWT_SECRET: SECRET } as AppConfig,
     redis as unknown as Redis,
     studies as unknown as StudiesRepository,
     new StudyPlacesCache(studies as unknown as StudiesRepository),
     accounts as unknown as AccountStatusService,
     (overrides.tokens ?? {}) as TokenService,
+    limit as unknown as RefusedUidLimit,
+    trail as unknown as ViewTrail,
     overrides.metrics as never,
   );
-  return { service, redis, accounts, studies };
+  return { service, redis, accounts, studies, limit, trail, records, session };
 }
 
 describe('ViewerService.validate', () => {
@@ -94,6 +120,17 @@ describe('ViewerService.validate', () => {
   it('refuses (401) a value it did not write', async () => {
     expect(await build({ redisGet: async () => '{"user_id":1}' }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
     expect(await build({ redisGet: async () => 'not json' }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+  });
+
+  it('refuses (401) a well-formed record that is unsigned, signed with another key, or copied from another token', async () => {
+    const { session } = build();
+    const json = JSON.stringify(session);
+    const otherKey = new ViewerTokenRecords('another-secret').seal(TOKEN, session);
+    const otherToken = new ViewerTokenRecords(SECRET).seal('0b3f3b0e-1111-4111-8111-111111111111', session);
+    for (const stored of [json, `${json}.`, otherKey, otherToken]) {
+      expect(await build({ redisGet: async () => stored }).service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    }
+    expect(await build({ redisGet: async () => new ViewerTokenRecords(SECRET).seal(TOKEN, session) }).service.validate(h(TOKEN, URI))).toBe(ALLOW);
   });
 
   it('refuses (401) when the account check fails or the account is unusable', async () => {
@@ -243,7 +280,7 @@ describe('ViewerService.validate with a session', () => {
       placesOf: async () =>
         new Map([
           [UID, at(TENANT)],
-          [OTHER_UNIT, [{ tenant_id: TENANT, unit_id: 'unit-2' }]],
+          [OTHER_UNIT, place('study-6', TENANT, 'unit-2', 'P-6')],
           [OTHER_TENANT, at('tenant-b')],
         ]),
       tokens: {
@@ -281,5 +318,91 @@ describe('ViewerService.validate with a session', () => {
     const service = sessionBuild(account({}));
     expect(await service.validate(withSession(URI))).toBe(ALLOW);
     expect(service.validateNow(withSession(URI))).toBeUndefined();
+  });
+});
+
+describe('What a viewer token reads', () => {
+  const OWN_UNIT = '1.2.9.1';
+  const PRIOR_OTHER_UNIT = '1.2.9.2';
+  const OTHER_PATIENT_OTHER_UNIT = '1.2.9.3';
+  const SAME_PATIENT_ID_OTHER_CLINIC = '1.2.9.4';
+  const UNKNOWN = '1.2.9.5';
+  const places = async () =>
+    new Map([
+      [UID, place('study-1', TENANT, 'unit-1', 'P-1')],
+      [OWN_UNIT, place('study-2', TENANT, 'unit-1', 'P-2')],
+      [PRIOR_OTHER_UNIT, place('study-3', TENANT, 'unit-2', 'P-1')],
+      [OTHER_PATIENT_OTHER_UNIT, place('study-4', TENANT, 'unit-2', 'P-4')],
+      [SAME_PATIENT_ID_OTHER_CLINIC, place('study-5', 'tenant-b', 'unit-9', 'P-1')],
+    ]);
+  const all = [UID, OWN_UNIT, PRIOR_OTHER_UNIT, OTHER_PATIENT_OTHER_UNIT, SAME_PATIENT_ID_OTHER_CLINIC, UNKNOWN];
+  const verdicts = async (service: ViewerService) => {
+    const answers: Record<string, string> = {};
+    for (const uid of all) answers[uid] = (await service.validate(h(TOKEN, `/dicom-web/studies/${uid}/metadata`))).result;
+    return answers;
+  };
+
+  it("a unit doctor's token: its study, the unit's studies and the patient's priors in the clinic, nothing else", async () => {
+    expect(await verdicts(build({ placesOf: places }).service)).toEqual({
+      [UID]: 'allowed',
+      [OWN_UNIT]: 'allowed',
+      [PRIOR_OTHER_UNIT]: 'allowed',
+      [OTHER_PATIENT_OTHER_UNIT]: 'forbidden',
+      [SAME_PATIENT_ID_OTHER_CLINIC]: 'forbidden',
+      [UNKNOWN]: 'forbidden',
+    });
+  });
+
+  it('a token for a study of an empty Patient ID does not take every other such study for a prior', async () => {
+    const emptyPatient = async () =>
+      new Map([
+        [UID, place('study-1', TENANT, 'unit-1', '')],
+        [OTHER_PATIENT_OTHER_UNIT, place('study-4', TENANT, 'unit-2', '')],
+      ]);
+    const { service } = build({ placesOf: emptyPatient, session: { patient_id: '' } });
+    expect(await service.validate(h(TOKEN, `/dicom-web/studies/${OTHER_PATIENT_OTHER_UNIT}`))).toBe(FORBIDDEN);
+    expect(await service.validate(h(TOKEN, URI))).toBe(ALLOW);
+  });
+
+  it("a share's token: its one study only, whoever created the share", async () => {
+    const { service, trail } = build({
+      placesOf: places,
+      account: async () => accountOf({ is_tenant_admin: true }),
+      session: { share_id: '5a1e0000-0000-4000-8000-000000000001' },
+    });
+    expect(await verdicts(service)).toEqual({
+      [UID]: 'allowed',
+      [OWN_UNIT]: 'forbidden',
+      [PRIOR_OTHER_UNIT]: 'forbidden',
+      [OTHER_PATIENT_OTHER_UNIT]: 'forbidden',
+      [SAME_PATIENT_ID_OTHER_CLINIC]: 'forbidden',
+      [UNKNOWN]: 'forbidden',
+    });
+    expect(trail.opened.mock.calls[0][0]).toMatchObject({ userId: null, shareId: '5a1e0000-0000-4000-8000-000000000001' });
+  });
+
+  it('counts refused UIDs per token and, past the limit, refuses even its own study without a lookup', async () => {
+    const limit = new FakeRefusedUidLimit(3);
+    const { service, studies } = build({ placesOf: places, limit });
+    expect(await service.validate(h(TOKEN, URI))).toBe(ALLOW);
+    expect(await service.validate(h(TOKEN, `/dicom-web/studies?StudyInstanceUID=${OTHER_PATIENT_OTHER_UNIT},${UNKNOWN}`))).toBe(FORBIDDEN);
+    expect(limit.counts.get(`token:${TOKEN}`)).toBe(2);
+    expect(await service.validate(h(TOKEN, `/dicom-web/studies/${SAME_PATIENT_ID_OTHER_CLINIC}`))).toBe(FORBIDDEN);
+    expect(service.validateNow(h(TOKEN, URI))).toBe(ALLOW);
+    await service.validate(h(TOKEN, `/dicom-web/studies/${UNKNOWN}`));
+    const lookups = studies.placesOfStudyUids.mock.calls.length;
+    expect(service.validateNow(h(TOKEN, URI))).toBe(FORBIDDEN);
+    expect(await service.validate(h(TOKEN, '/dicom-web/studies/1.2.9.77'))).toBe(FORBIDDEN);
+    expect(studies.placesOfStudyUids.mock.calls.length).toBe(lookups);
+  });
+
+  it('leaves a study.view for what it allows, naming the reader', async () => {
+    const { service, trail } = build({ placesOf: places });
+    await service.validate(h(TOKEN, URI));
+    await service.validate(h(TOKEN, `/dicom-web/studies/${OTHER_PATIENT_OTHER_UNIT}`));
+    expect(trail.opened).toHaveBeenCalledTimes(1);
+    const [reader, opened] = trail.opened.mock.calls[0];
+    expect(reader).toMatchObject({ userId: 'user-1', shareId: null });
+    expect([...opened]).toEqual([place('study-1', TENANT, 'unit-1', 'P-1')]);
   });
 });

@@ -6,29 +6,21 @@ import fastifyCookie from '@fastify/cookie';
 import type { IncomingHttpHeaders } from 'http';
 import { AccountState, AccountStatusService, ACCESS_COOKIE, TokenService } from '../auth';
 import type { AuthUser } from '../common/auth/auth-user';
-import { DataScope, RecordPlace, scopeIncludes, scopeOf } from '../common/auth/data-scope';
+import { DataScope, scopeIncludes, scopeOf } from '../common/auth/data-scope';
 import { ApiError } from '../common/errors/api-errors';
 import { REDIS } from '../common/redis/redis.module';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
 import { MetricsService, ViewerValidationResult } from '../operations';
-import { StudiesRepository } from '../studies';
+import { StudiesRepository, StudyPlace } from '../studies';
 import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
 import { extractStudyUids } from './study-uids';
 import { StudyPlaces, StudyPlacesCache } from './study-places.cache';
+import { RefusedUidLimit } from './refused-uid-limit';
+import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
+import { GateReader, ViewTrail } from './view-trail';
 import { TtlCache } from '../common/cache/ttl-cache';
 import { withTimeout } from '../common/with-timeout';
-
-/** What a viewer token grants, stored in Redis under `viewer:<token>` for VIEWER_TOKEN_TTL seconds. */
-export interface ViewerSession {
-  user_id: string;
-  /** The tenant whose studies the token opens: the caller's, or for a super admin the study's. */
-  tenant_id: string;
-  unit_id: string | null;
-  study_id: string;
-  /** Epoch milliseconds; checked on every validation, cached or not. */
-  expires_at: number;
-}
 
 export type Verdict =
   | { status: HttpStatus.OK; result: ViewerValidationResult }
@@ -56,16 +48,35 @@ const MAX_CACHED_TOKENS = 20_000;
 // Past this, an unanswered Redis is a refusal: nginx waits for us, and so does the viewer.
 const REDIS_TIMEOUT_MS = 2_000;
 
+/** What a token is issued for: a study, and who asks (a user, or a share's creator for a share's token). */
+export interface ViewerGrant {
+  /** The user asking; for a share's token, the share's creator (the token dies with their account or clinic). */
+  userId: string;
+  study: { id: string; tenant_id: string; study_instance_uid: string; patient_id: string };
+  /** When set, the token is a share's: it reads `study` only (decisions.md 3d). */
+  shareId?: string | null;
+}
+
+/** A caller the gate has recognised: who it is and what it may read. */
+interface Reader extends GateReader {
+  /** What the refused-UID limit counts under. */
+  credentialId: string;
+  reaches(place: StudyPlace): boolean;
+}
+
 /**
- * Viewer tokens: issued for one study to a signed-in user, validated by the proxy's auth
- * subrequest before every DICOMweb request. Validation reads Redis and in-process caches only
- * (the token, the study UID's tenants, the account's state), so a viewer's hundreds of requests
- * per study do not reach PostgreSQL.
+ * Viewer tokens: issued for one study to a signed-in user (or through a share), validated by the
+ * proxy's auth subrequest before every DICOMweb request. Validation reads Redis and in-process
+ * caches only (the token, the study UID's places, the account's state), so a viewer's hundreds of
+ * requests per study do not reach PostgreSQL.
  */
 @Injectable()
 export class ViewerService {
   private readonly logger = new Logger(ViewerService.name);
   private readonly sessions = new TtlCache<ViewerSession>(MAX_CACHED_TOKENS);
+  /** A token's reader, kept while its session and its account's cached state are the same objects. */
+  private readonly readers = new WeakMap<ViewerSession, { account: AccountState | null; reader: Reader | null }>();
+  private readonly records: ViewerTokenRecords;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -74,48 +85,64 @@ export class ViewerService {
     private readonly studyPlaces: StudyPlacesCache,
     private readonly accounts: AccountStatusService,
     private readonly tokens: TokenService,
+    private readonly refusedUids: RefusedUidLimit,
+    private readonly trail: ViewTrail,
     @Optional() private readonly metrics?: MetricsService,
-  ) {}
+  ) {
+    this.records = new ViewerTokenRecords(config.JWT_SECRET);
+  }
 
   /**
-   * A token for a study the caller can see (the same scope as GET /api/studies/{id}: a regular
-   * user only for their unit's studies), else 404 `{error: "Study not found"}`.
+   * A token for a study in the caller's own scope (the same scope as GET /api/studies/{id}: a
+   * regular user only for their unit's studies), else 404 `{error: "Study not found"}`.
    */
   async issue(user: AuthUser, scope: DataScope, studyId: string): Promise<ViewerTokenDto> {
     const study = await this.studies.findStudyRef(scope, studyId);
     if (!study) throw new ApiError(HttpStatus.NOT_FOUND, { error: 'Study not found' });
+    return this.issueToken({ userId: user.id, study });
+  }
+
+  /**
+   * Every viewer token is made here, a user's or a share's: the caller has checked that the grant is
+   * due (the study in the user's scope, or an open share of it).
+   */
+  async issueToken(grant: ViewerGrant): Promise<ViewerTokenDto> {
     const ttl = this.config.VIEWER_TOKEN_TTL;
     const token = randomUUID();
     const session: ViewerSession = {
-      user_id: user.id,
-      tenant_id: study.tenant_id,
-      unit_id: user.unit_id,
-      study_id: study.id,
+      user_id: grant.userId,
+      tenant_id: grant.study.tenant_id,
+      study_id: grant.study.id,
+      patient_id: grant.study.patient_id,
+      share_id: grant.shareId ?? null,
       expires_at: Date.now() + ttl * 1000,
     };
-    await this.redis.set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
+    await this.redis.set(viewerTokenKey(token), this.records.seal(token, session), 'EX', ttl);
     // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
     // validation looks it up itself otherwise).
-    await this.studyPlaces.placesOf([study.study_instance_uid]).catch(() => undefined);
+    await this.studyPlaces.placesOf([grant.study.study_instance_uid]).catch(() => undefined);
     return { token, expires_in: ttl };
   }
 
-  /** The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into 500). */
-  async validate(headers: IncomingHttpHeaders): Promise<Verdict> {
-    return this.validateNow(headers) ?? this.validateFromStores(headers);
+  /**
+   * The proxy's question. Never throws: every outcome is 200, 401 or 403 (nginx turns others into
+   * 500). `ip` gives the client's address when the access trail needs it.
+   */
+  async validate(headers: IncomingHttpHeaders, ip: () => string | undefined = noAddress): Promise<Verdict> {
+    return this.validateNow(headers, ip) ?? this.validateFromStores(headers, ip);
   }
 
   /** The verdict from Redis and PostgreSQL where memory has no answer (after `validateNow`). */
-  async validateFromStores(headers: IncomingHttpHeaders): Promise<Verdict> {
-    return this.recorded(await this.decide(headers));
+  async validateFromStores(headers: IncomingHttpHeaders, ip: () => string | undefined = noAddress): Promise<Verdict> {
+    return this.recorded(await this.decide(headers, ip));
   }
 
   /**
    * The same verdict as `validate`, without waiting, when everything it needs is in process memory
    * (a viewer's requests after its first); undefined when Redis or PostgreSQL must be asked.
    */
-  validateNow(headers: IncomingHttpHeaders): Verdict | undefined {
-    const outcome = this.decideFromMemory(headers);
+  validateNow(headers: IncomingHttpHeaders, ip: () => string | undefined = noAddress): Verdict | undefined {
+    const outcome = this.decideFromMemory(headers, ip);
     return outcome && this.recorded(outcome);
   }
 
@@ -124,7 +151,7 @@ export class ViewerService {
     return outcome.verdict;
   }
 
-  private decideFromMemory(headers: IncomingHttpHeaders): Outcome | undefined {
+  private decideFromMemory(headers: IncomingHttpHeaders, ip: () => string | undefined): Outcome | undefined {
     const credential = credentialOf(headers);
     if (credential === null) return { verdict: MISSING_TOKEN };
     // A session needs Redis (its logout is not seen otherwise): always the stores.
@@ -136,42 +163,69 @@ export class ViewerService {
     if (session.expires_at <= Date.now()) return { verdict: INVALID_TOKEN };
     const account = this.accounts.peek(session.user_id);
     if (account === undefined) return undefined;
-    if (!accountAllows(account, session)) return { verdict: INVALID_TOKEN };
+    const reader = this.readerOf(token, session, account);
+    if (!reader) return { verdict: INVALID_TOKEN };
+    if (this.refusedUids.blocked(reader.credentialId)) return { verdict: FORBIDDEN };
     const uids = extractStudyUids(originalUriOf(headers));
     if (!uids) return { verdict: FORBIDDEN };
     const places = this.studyPlaces.peek(uids);
     if (!places) return undefined;
-    return { verdict: placesVerdict(uids, places, (place) => place.tenant_id === session.tenant_id), cacheHit: true };
+    return { verdict: this.judge(reader, uids, places, ip), cacheHit: true };
   }
 
-  private async decide(headers: IncomingHttpHeaders): Promise<Outcome> {
+  private async decide(headers: IncomingHttpHeaders, ip: () => string | undefined): Promise<Outcome> {
     const credential = credentialOf(headers);
     if (credential === null) return { verdict: MISSING_TOKEN };
-    let allows: ((place: RecordPlace) => boolean) | null;
+    let reader: Reader | null;
     try {
-      allows = credential.kind === 'session' ? await this.sessionScope(credential.token) : await this.viewerTokenScope(credential.token);
+      reader = credential.kind === 'session' ? await this.sessionReader(credential.token) : await this.viewerTokenReader(credential.token);
     } catch (error) {
       this.logger.warn(`Viewer token check failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: INVALID_TOKEN };
     }
-    if (!allows) return { verdict: INVALID_TOKEN };
+    if (!reader) return { verdict: INVALID_TOKEN };
+    if (this.refusedUids.blocked(reader.credentialId)) return { verdict: FORBIDDEN };
 
     const uids = extractStudyUids(originalUriOf(headers));
     if (!uids) return { verdict: FORBIDDEN };
     try {
       const { places, hit } = await this.studyPlaces.placesOf(uids);
-      return { verdict: placesVerdict(uids, places, allows), cacheHit: hit };
+      return { verdict: this.judge(reader, uids, places, ip), cacheHit: hit };
     } catch (error) {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: FORBIDDEN, cacheHit: false };
     }
   }
 
-  /** A viewer token opens the studies of its tenant (the spec's rule); null when it is not valid. */
-  private async viewerTokenScope(token: string): Promise<((place: RecordPlace) => boolean) | null> {
+  /**
+   * A UID held in several places is served by the image server as one study: all or nothing. Every
+   * UID refused counts towards the reader's limit; an allowed request leaves its `study.view`.
+   */
+  private judge(reader: Reader, uids: string[], places: Map<string, StudyPlaces>, ip: () => string | undefined): Verdict {
+    let refused = 0;
+    for (const uid of uids) {
+      const held = places.get(uid);
+      if (!held || held.length === 0 || !held.every(reader.reaches)) refused++;
+    }
+    if (refused > 0) {
+      void this.refusedUids.refused(reader.credentialId, refused);
+      return FORBIDDEN;
+    }
+    this.trail.opened(reader, places.values(), ip);
+    return ALLOW;
+  }
+
+  private async viewerTokenReader(token: string): Promise<Reader | null> {
     const session = await this.session(token);
-    if (!session || !accountAllows(await this.accounts.get(session.user_id), session)) return null;
-    return (place) => place.tenant_id === session.tenant_id;
+    return session && this.readerOf(token, session, await this.accounts.get(session.user_id));
+  }
+
+  private readerOf(token: string, session: ViewerSession, account: AccountState | null): Reader | null {
+    const kept = this.readers.get(session);
+    if (kept?.account === account) return kept.reader;
+    const reader = tokenReader(token, session, account);
+    this.readers.set(session, { account, reader });
+    return reader;
   }
 
   /**
@@ -179,7 +233,7 @@ export class ViewerService {
    * the API guard's checks: a valid access token, not logged out, of a usable account in a usable
    * clinic. Null when it is not valid.
    */
-  private async sessionScope(accessToken: string): Promise<((place: RecordPlace) => boolean) | null> {
+  private async sessionReader(accessToken: string): Promise<Reader | null> {
     const claims = this.tokens.verify(accessToken);
     if (!claims) return null;
     const [blacklisted, account] = await Promise.all([
@@ -188,7 +242,12 @@ export class ViewerService {
     ]);
     if (blacklisted || !account?.usable) return null;
     const scope = scopeOf(account);
-    return (place) => scopeIncludes(scope, place);
+    return {
+      credentialId: `session:${claims.jti}`,
+      userId: claims.sub,
+      shareId: null,
+      reaches: (place) => scopeIncludes(scope, place),
+    };
   }
 
   private async session(token: string): Promise<ViewerSession | null> {
@@ -197,12 +256,45 @@ export class ViewerService {
     let session = this.sessions.get(token);
     if (!session) {
       const stored = await withTimeout(this.redis.get(viewerTokenKey(token)), REDIS_TIMEOUT_MS);
-      session = stored ? parseSession(stored) : undefined;
+      session = stored ? this.records.open(token, stored) : undefined;
       if (!session) return null;
       this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
     }
     return session.expires_at > now ? session : null;
   }
+}
+
+const noAddress = (): undefined => undefined;
+
+/**
+ * What a viewer token reads (decisions.md 3b, "What a viewer token reads"; 3d for a share's), decided
+ * here only. Null when the token is no longer valid: its account or clinic deactivated, or the user
+ * moved to another clinic.
+ */
+function tokenReader(token: string, session: ViewerSession, account: AccountState | null): Reader | null {
+  if (!account?.usable) return null;
+  if (!account.is_super_admin && account.tenant_id !== session.tenant_id) return null;
+  const credentialId = `token:${token}`;
+  if (session.share_id !== null) {
+    return {
+      credentialId,
+      userId: null,
+      shareId: session.share_id,
+      reaches: (place) => place.study_id === session.study_id,
+    };
+  }
+  // The issuer's scope as it is now (a user moved to another unit reads that unit from now on).
+  const scope = scopeOf(account);
+  const patient = session.patient_id.trim() === '' ? null : session.patient_id;
+  return {
+    credentialId,
+    userId: session.user_id,
+    shareId: null,
+    reaches: (place) =>
+      place.study_id === session.study_id ||
+      scopeIncludes(scope, place) ||
+      (patient !== null && place.tenant_id === session.tenant_id && place.patient_id === patient),
+  };
 }
 
 interface Outcome {
@@ -237,40 +329,4 @@ export function credentialOf(headers: IncomingHttpHeaders): ViewerCredential | n
 function originalUriOf(headers: IncomingHttpHeaders): string | undefined {
   const uri = headers['x-original-uri'];
   return typeof uri === 'string' ? uri : undefined;
-}
-
-/** The token dies with its user's or tenant's deactivation, and if the user left the tenant. */
-function accountAllows(account: AccountState | null, session: ViewerSession): boolean {
-  if (!account?.usable) return false;
-  return account.is_super_admin || account.tenant_id === session.tenant_id;
-}
-
-/** A UID held in several places is served by the image server as one study: all or nothing. */
-function placesVerdict(
-  uids: string[],
-  places: Map<string, StudyPlaces>,
-  allows: (place: RecordPlace) => boolean,
-): Verdict {
-  const allowed = uids.every((uid) => {
-    const held = places.get(uid);
-    return !!held && held.length > 0 && held.every(allows);
-  });
-  return allowed ? ALLOW : FORBIDDEN;
-}
-
-function parseSession(text: string): ViewerSession | undefined {
-  try {
-    const value = JSON.parse(text) as Partial<ViewerSession>;
-    if (
-      typeof value?.user_id === 'string' &&
-      typeof value.tenant_id === 'string' &&
-      typeof value.study_id === 'string' &&
-      typeof value.expires_at === 'number'
-    ) {
-      return { ...value, unit_id: value.unit_id ?? null } as ViewerSession;
-    }
-  } catch {
-    // A value we did not write: no session.
-  }
-  return undefined;
 }

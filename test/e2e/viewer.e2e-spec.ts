@@ -22,6 +22,10 @@ describe('Viewer tokens', () => {
   let tokens: Record<Caller, string>;
   let mine: StudyRow;
   let mineUnit2: StudyRow;
+  /** Another study of user 1's unit, of another patient. */
+  let mineToo: StudyRow;
+  /** A study of the same patient as `mine`, in unit 2: a prior a unit 1 doctor compares with. */
+  let priorUnit2: StudyRow;
   let theirs: StudyRow;
 
   beforeAll(async () => {
@@ -38,6 +42,12 @@ describe('Viewer tokens', () => {
     };
     mine = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id)).study;
     mineUnit2 = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit2.id)).study;
+    mineToo = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+    priorUnit2 = await createStudy(t.db, {
+      tenant_id: clinic.tenant.id,
+      unit_id: clinic.unit2.id,
+      patient_id: mine.patient_id,
+    });
     theirs = (await createImagedStudy(t.db, other.tenant.id, other.unit1.id)).study;
   });
   afterAll(() => t?.close());
@@ -60,16 +70,19 @@ describe('Viewer tokens', () => {
     transport === 'socket' ? socketRequest(baseUrl, 'GET', VALIDATE, headers) : t.http.get(VALIDATE, { headers });
 
   describe('POST /api/viewer/token', () => {
-    it('issues a uuid token bound to the user, tenant and unit, in Redis for 600 s', async () => {
+    it('issues a uuid token bound to the user, clinic, study and patient, signed, in Redis for 600 s', async () => {
       const res = await t.http.post('/api/viewer/token', { token: tokens.user1, body: { study_id: mine.id } });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ token: expect.stringMatching(UUID), expires_in: 600 });
-      const stored = JSON.parse((await t.redis.get(`viewer:${res.body.token}`))!);
+      const value = (await t.redis.get(`viewer:${res.body.token}`))!;
+      expect(value).toMatch(/^\{.*\}\.[A-Za-z0-9_-]{43}$/);
+      const stored = JSON.parse(value.slice(0, value.lastIndexOf('.')));
       expect(stored).toEqual({
         user_id: clinic.user1.id,
         tenant_id: clinic.tenant.id,
-        unit_id: clinic.unit1.id,
         study_id: mine.id,
+        patient_id: mine.patient_id,
+        share_id: null,
         expires_at: expect.any(Number),
       });
       expect(stored.expires_at - Date.now()).toBeGreaterThan(595_000);
@@ -180,18 +193,38 @@ describe('Viewer tokens', () => {
       expect(res.status).toBe(200);
     });
 
-    it('accepts several UIDs of the tenant, separated by , encoded or not', async () => {
+    it('accepts several UIDs it reads, separated by , encoded or not', async () => {
       const a = mine.study_instance_uid;
-      const b = mineUnit2.study_instance_uid;
+      const b = mineToo.study_instance_uid;
       for (const list of [`${a},${b}`, `${a}%2C${b}`, `${a}%2c${b}`]) {
         const res = await validate(token, `/dicom-web/studies?StudyInstanceUID=${list}`);
         expect({ list, status: res.status }).toEqual({ list, status: 200 });
       }
     });
 
-    it('checks only the tenant: a study of another unit of the same tenant is allowed', async () => {
-      const res = await validate(token, `/dicom-web/studies/${mineUnit2.study_instance_uid}`);
-      expect(res.status).toBe(200);
+    it("reads its issuer's unit and the patient's priors in other units, not another unit's other patients", async () => {
+      for (const [study, status] of [
+        [mine, 200],
+        [mineToo, 200],
+        [priorUnit2, 200],
+        [mineUnit2, 403],
+      ] as const) {
+        const res = await validate(token, `/dicom-web/studies/${study.study_instance_uid}/series`);
+        expect({ study: study.id, status: res.status }).toEqual({ study: study.id, status });
+      }
+      const both = await validate(
+        token,
+        `/dicom-web/studies?StudyInstanceUID=${mine.study_instance_uid},${mineUnit2.study_instance_uid}`,
+      );
+      expect(both.status).toBe(403);
+    });
+
+    it("a tenant admin's token reads the clinic", async () => {
+      const admin = await issue(tokens.tenantAdmin, mineUnit2.id);
+      for (const study of [mine, mineUnit2, priorUnit2]) {
+        expect((await validate(admin, `/dicom-web/studies/${study.study_instance_uid}`)).status).toBe(200);
+      }
+      expect((await validate(admin, `/dicom-web/studies/${theirs.study_instance_uid}`)).status).toBe(403);
     });
 
     it("answers 403 {error: Forbidden} for another tenant's study in every form", async () => {
@@ -366,11 +399,11 @@ describe('Viewer tokens', () => {
         }
       });
 
-      it("keeps the viewer token's rule for a uuid bearer (OHIF's token parameter): the token's tenant", async () => {
-        expect(outcome(await validateWith(bearer(token, path(mineUnit2))))).toBe('200 0');
+      it("keeps the viewer token's rule for a uuid bearer (OHIF's token parameter): the token's reach", async () => {
+        expect(outcome(await validateWith(bearer(token, path(priorUnit2))))).toBe('200 0');
         expect(outcome(await validateWith(bearer(token, path(theirs))))).toBe(FORBIDDEN);
         // X-Viewer-Token wins over a session.
-        expect(outcome(await validateWith({ ...bearer(tokens.user1, path(mineUnit2)), 'x-viewer-token': token }))).toBe(
+        expect(outcome(await validateWith({ ...bearer(tokens.user1, path(priorUnit2)), 'x-viewer-token': token }))).toBe(
           '200 0',
         );
       });
@@ -428,6 +461,8 @@ describe('Viewer tokens', () => {
     });
 
     it('bounds PostgreSQL under a flood of unknown UIDs: few lookups at a time, then remembered', async () => {
+      // Its own token: past the flood the token is refused outright (the refused-UID limit).
+      const token = await issue(tokens.user1, mine.id);
       await t.app.get(AuditService).flush();
       const unknown = Array.from({ length: 300 }, () => dicomUid());
       const uris = unknown.map((uid, i) =>
@@ -543,12 +578,10 @@ describe('Viewer tokens', () => {
   });
 
   describe('super admin and special tenants', () => {
-    it("a super admin's token opens the studies of that study's tenant only", async () => {
+    it("a super admin's token reads the super admin's scope: every clinic", async () => {
       const token = await issue(tokens.superAdmin, theirs.id);
       expect((await validate(token, `/dicom-web/studies/${theirs.study_instance_uid}`)).status).toBe(200);
-      const mineRes = await validate(token, `/dicom-web/studies/${mine.study_instance_uid}`);
-      expect(mineRes.status).toBe(403);
-      expect(mineRes.body).toEqual({ error: 'Forbidden' });
+      expect((await validate(token, `/dicom-web/studies/${mine.study_instance_uid}`)).status).toBe(200);
     });
 
     it('a super admin can view a quarantined study (the quarantine tenant is inactive by design)', async () => {
@@ -573,6 +606,56 @@ describe('Viewer tokens', () => {
       const res = await validate(token, `/dicom-web/studies/${shared}`);
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ error: 'Forbidden' });
+    });
+  });
+
+  describe('the refused-UID limit and signed records', () => {
+    it('refuses a token outright once it named 30 UIDs it cannot read in a minute; other tokens go on', async () => {
+      const probing = await issue(tokens.user1, mine.id);
+      const bystander = await issue(tokens.user1, mine.id);
+      const own = `/dicom-web/studies/${mine.study_instance_uid}`;
+      expect((await validate(probing, own)).status).toBe(200);
+      for (let i = 0; i < 10; i++) {
+        const uids = [dicomUid(), dicomUid(), theirs.study_instance_uid].join(',');
+        expect((await validate(probing, `/dicom-web/studies?StudyInstanceUID=${uids}`)).status).toBe(403);
+      }
+      // 30 refused so far: the limit is reached, not passed.
+      expect((await validate(probing, own)).status).toBe(200);
+      expect((await validate(probing, `/dicom-web/studies/${mineUnit2.study_instance_uid}`)).status).toBe(403);
+      // A refusal is counted after its answer has gone (off the request's path): wait for the count.
+      const counted = async () => Number(await t.redis.get(`viewer:refused:token:${probing}`));
+      for (let i = 0; i < 100 && (await counted()) < 31; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await counted()).toBe(31);
+      const res = await validate(probing, own);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { error: 'Forbidden' } });
+      const ttl = await t.redis.ttl(`viewer:refused:token:${probing}`);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(60);
+      expect((await validate(bystander, own)).status).toBe(200);
+    });
+
+    it('refuses (401) a record at a token key that the API did not write, even one shaped like its own', async () => {
+      const real = await issue(tokens.user1, mine.id);
+      const sealed = (await t.redis.get(`viewer:${real}`))!;
+      const json = sealed.slice(0, sealed.lastIndexOf('.'));
+      const planted = [
+        '5eed0000-0000-4000-8000-000000000001',
+        '5eed0000-0000-4000-8000-000000000002',
+        '5eed0000-0000-4000-8000-000000000003',
+      ];
+      const forgedScope = JSON.stringify({ ...JSON.parse(json), study_id: theirs.id, tenant_id: other.tenant.id });
+      await t.redis.set(`viewer:${planted[0]}`, json, 'EX', 60);
+      await t.redis.set(`viewer:${planted[1]}`, sealed, 'EX', 60);
+      await t.redis.set(`viewer:${planted[2]}`, `${forgedScope}.${sealed.slice(sealed.lastIndexOf('.') + 1)}`, 'EX', 60);
+      for (const token of planted) {
+        const res = await validate(token, `/dicom-web/studies/${mine.study_instance_uid}`);
+        expect({ token, status: res.status, body: res.body }).toEqual({
+          token,
+          status: 401,
+          body: { error: 'Invalid or expired token' },
+        });
+      }
+      expect((await validate(real, `/dicom-web/studies/${mine.study_instance_uid}`)).status).toBe(200);
     });
   });
 

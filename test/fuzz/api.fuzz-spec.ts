@@ -38,6 +38,34 @@ const TENANT_ADMIN_WRITES = (op: Operation) =>
   (op.path === '/api/tenant/settings' && op.method === 'PATCH');
 const UNIT_SCOPED = (op: Operation) => /^\/api\/(studies|series|patients)\/\{/.test(op.path);
 
+/**
+ * The access trail's isolation: a regular user never reads it; a tenant admin reads only entries of
+ * their own clinic (JSON: each entry's tenant_id; CSV: its tenant_id column).
+ */
+function trailViolation(
+  req: FuzzRequest,
+  status: number,
+  raw: string,
+  tenantOf: (caller: string) => string | null,
+): string | null {
+  if (req.op.path !== '/api/audit/access' || status !== 200) return null;
+  if (['user', 'user2', 'userB'].includes(req.caller)) return `${req.caller} read the access trail`;
+  const own = tenantOf(req.caller);
+  if (own === null) return null;
+  let tenants: string[];
+  if (raw.startsWith('id,at,action')) {
+    tenants = raw
+      .split('\r\n')
+      .slice(1)
+      .filter((line) => line !== '')
+      .map((line) => line.split(',')[6]);
+  } else {
+    tenants = ((JSON.parse(raw) as { data?: Array<{ tenant_id: string }> }).data ?? []).map((entry) => entry.tenant_id);
+  }
+  const foreign = tenants.filter((tenant) => tenant !== own);
+  return foreign.length > 0 ? `${req.caller} read ${foreign.length} access trail entries of another clinic` : null;
+}
+
 function violationOf(req: FuzzRequest, status: number, contentType: string, raw: string): string | null {
   const { op, facts, caller } = req;
   if (status >= 500) return `${status} server error`;
@@ -101,6 +129,8 @@ describe(`fuzz: every endpoint of the OpenAPI document (seed ${SEED})`, () => {
     const rng = new Prng(SEED);
     const generator = new RequestGenerator(rng, world, document, t.config.WEBHOOK_SECRET);
     const accounts = t.app.get(AccountStatusService);
+    const tenantOf = (caller: string) =>
+      caller === 'admin' ? world.a.clinic.tenant.id : caller === 'adminB' ? world.b.clinic.tenant.id : null;
 
     const histogram = new Map<number, number>();
     const perOperation = new Map<string, Map<number, number>>();
@@ -128,7 +158,9 @@ describe(`fuzz: every endpoint of the OpenAPI document (seed ${SEED})`, () => {
       const counts = perOperation.get(key) ?? new Map<number, number>();
       counts.set(status, (counts.get(status) ?? 0) + 1);
       perOperation.set(key, counts);
-      const problem = violationOf(req, status, String(response.headers['content-type'] ?? ''), response.body);
+      const problem =
+        violationOf(req, status, String(response.headers['content-type'] ?? ''), response.body) ??
+        trailViolation(req, status, response.body, tenantOf);
       if (problem && violations.length < 200) {
         const shown = ['x-original-uri', 'x-viewer-token', 'x-webhook-secret', 'content-type']
           .filter((h) => req.headers[h] !== undefined)

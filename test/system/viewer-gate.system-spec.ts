@@ -1,16 +1,18 @@
 /**
  * The viewer gate against the real image server: the validator must read every URI exactly as
  * Orthanc does, since the proxy forwards the URI unchanged. A differential test generates URIs from a
- * fixed seed, asks the validator (the real API, on its socket) with a viewer token and with a session
- * of clinic A, sends the same raw bytes to Orthanc (holding studies of clinics A and B and one the
- * archive does not know), and fails on any URI the validator allows for which Orthanc returns a study
- * outside the caller's scope. Then the spellings that once leaked, through the shipped nginx.
+ * fixed seed, asks the validator (the real API, on its socket) with a unit doctor's viewer token, a
+ * share's viewer token and a session of clinic A, sends the same raw bytes to Orthanc (holding
+ * studies of clinics A and B and one the archive does not know), and fails on any URI the validator
+ * allows for which Orthanc returns a study outside the caller's reach. Then the spellings that once
+ * leaked, through the shipped nginx.
  */
 import { promises as fs } from 'fs';
 import * as http from 'http';
 import { AddressInfo } from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { ViewerService } from '../../src/viewer';
 import { createTestApp, TestApp } from '../support/app';
 import { createStudy } from '../support/clinical-factories';
 import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
@@ -30,6 +32,8 @@ const ROOT_UID = '1.2.826.0.1.3680043.10.1207';
 const STUDY_UIDS = {
   A1: `${ROOT_UID}.1.1`,
   A2: `${ROOT_UID}.1.2`,
+  // Clinic A, unit 2, the same patient as A1: a prior that A1's doctor reads.
+  A3: `${ROOT_UID}.1.3`,
   B1: `${ROOT_UID}.2.1`,
   B2: `${ROOT_UID}.2.2`,
   U: `${ROOT_UID}.3.1`,
@@ -111,7 +115,7 @@ function generateUris(
   const randomCase = (text: string) => [...text].map((c) => (chance(0.5) ? c.toUpperCase() : c.toLowerCase())).join('');
   const percentEncodeSome = (text: string) =>
     [...text].map((c) => (chance(0.3) ? `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}` : c)).join('');
-  const studyName = (): StudyName => pick<StudyName>(['A1', 'A1', 'A2', 'B1', 'B2', 'U']);
+  const studyName = (): StudyName => pick<StudyName>(['A1', 'A1', 'A2', 'A3', 'B1', 'B2', 'U']);
   const uid = (): string => (chance(0.9) ? uids[studyName()] : `${ROOT_UID}.9.${Math.floor(random() * 1000)}`);
 
   // A third of the URIs are well formed (the forms viewers send), so that the allowed side is exercised
@@ -270,6 +274,7 @@ describe('the viewer gate against the real image server', () => {
   let apiPort: number;
   let clinicA: Awaited<ReturnType<typeof createClinic>>;
   let viewerToken: string;
+  let shareToken: string;
   const written = {} as Record<StudyName, WrittenStudy>;
   const patientOf = {} as Record<StudyName, string>;
   const apiAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -278,7 +283,13 @@ describe('the viewer gate against the real image server', () => {
   beforeAll(async () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-gate-'));
     orthanc = await startOrthanc({ username: 'svc', password: 'svc-gate-password' });
-    t = await createTestApp({ IMGSRV_URL: orthanc.url, IMGSRV_USERNAME: orthanc.username, IMGSRV_PASSWORD: orthanc.password });
+    t = await createTestApp({
+      IMGSRV_URL: orthanc.url,
+      IMGSRV_USERNAME: orthanc.username,
+      IMGSRV_PASSWORD: orthanc.password,
+      // Thousands of refused URIs per token: the refused-UID limit has its own tests.
+      VIEWER_REFUSED_UIDS_PER_MINUTE: '1000000',
+    });
     await t.app.listen(0, '127.0.0.1');
     apiPort = (t.app.getHttpServer().address() as AddressInfo).port;
     clinicA = await createClinic(t.db, t.http);
@@ -286,6 +297,7 @@ describe('the viewer gate against the real image server', () => {
     const places: Record<StudyName, { tenant_id: string; unit_id: string } | null> = {
       A1: { tenant_id: clinicA.tenant.id, unit_id: clinicA.unit1.id },
       A2: { tenant_id: clinicA.tenant.id, unit_id: clinicA.unit2.id },
+      A3: { tenant_id: clinicA.tenant.id, unit_id: clinicA.unit2.id },
       B1: { tenant_id: clinicB.tenant.id, unit_id: clinicB.unit1.id },
       B2: { tenant_id: clinicB.tenant.id, unit_id: clinicB.unit2.id },
       // In the image server, not in the archive (sent by nobody the archive knows).
@@ -293,7 +305,7 @@ describe('the viewer gate against the real image server', () => {
     };
     const authorization = basicAuth(orthanc.username, orthanc.password);
     for (const name of Object.keys(STUDY_UIDS) as StudyName[]) {
-      patientOf[name] = `${name[0]}-${name.slice(1)}`;
+      patientOf[name] = name === 'A3' ? 'A-1' : `${name[0]}-${name.slice(1)}`;
       written[name] = await writeStudy(path.join(workDir, name), {
         patientId: patientOf[name],
         patientName: name.startsWith('A') ? `DOE^${name}` : `THEIRS^${name}`,
@@ -312,10 +324,20 @@ describe('the viewer gate against the real image server', () => {
       const place = places[name];
       if (place) await createStudy(t.db, { ...place, study_instance_uid: STUDY_UIDS[name], patient_id: patientOf[name] });
     }
-    const [a1] = await t.db.query(`SELECT id FROM studies WHERE study_instance_uid = $1`, [STUDY_UIDS.A1]);
+    const [a1] = await t.db.query(
+      `SELECT id, tenant_id, study_instance_uid, patient_id FROM studies WHERE study_instance_uid = $1`,
+      [STUDY_UIDS.A1],
+    );
+    // User 1 is a doctor of unit 1.
     const issued = await t.http.post('/api/viewer/token', { token: clinicA.token1, body: { study_id: a1.id } });
     expect(issued.status).toBe(200);
     viewerToken = issued.body.token;
+    // A share's token, issued as the shares feature issues it (through the one issuing path), by the clinic's admin.
+    shareToken = (
+      await t.app
+        .get(ViewerService)
+        .issueToken({ userId: clinicA.admin.id, study: a1, shareId: '5a1e0000-0000-4000-8000-0000000000a1' })
+    ).token;
   });
 
   afterAll(async () => {
@@ -334,12 +356,22 @@ describe('the viewer gate against the real image server', () => {
       sopOf[name] = written[name].sopInstanceUids[0];
     }
     const uris = generateUris(seeded(SEED), STUDY_UIDS, seriesOf, sopOf);
-    // A viewer token of clinic A opens the clinic (A1, A2); user 1's session, unit 1 only (A1).
+    // User 1's viewer token for A1 reads unit 1 (A1) and the patient's prior in unit 2 (A3), not A2;
+    // the share's token reads A1 only; user 1's session, unit 1 only (A1).
     const callers: Array<{ name: string; headers: Record<string, string>; scope: Set<string> }> = [
-      { name: 'viewer token', headers: { 'x-viewer-token': viewerToken }, scope: new Set([STUDY_UIDS.A1, STUDY_UIDS.A2]) },
+      {
+        name: "unit doctor's viewer token",
+        headers: { 'x-viewer-token': viewerToken },
+        scope: new Set([STUDY_UIDS.A1, STUDY_UIDS.A3]),
+      },
+      { name: "share's viewer token", headers: { 'x-viewer-token': shareToken }, scope: new Set([STUDY_UIDS.A1]) },
       { name: 'session', headers: { authorization: `Bearer ${clinicA.token1}` }, scope: new Set([STUDY_UIDS.A1]) },
     ];
-    const foreignPatients = new Map(Object.entries(STUDY_UIDS).map(([name, uid]) => [patientOf[name as StudyName], uid]));
+    // A patient id in an answer that carries no study UID stands for its patient's first study (A-1: A1).
+    const foreignPatients = new Map<string, string>();
+    for (const [name, uid] of Object.entries(STUDY_UIDS)) {
+      if (!foreignPatients.has(patientOf[name as StudyName])) foreignPatients.set(patientOf[name as StudyName], uid);
+    }
     const counts = Object.fromEntries(
       callers.map(({ name }) => [name, { allowed: 0, refused: 0, leaks: 0, refusedThatWouldLeak: 0 }]),
     );
@@ -373,7 +405,7 @@ describe('the viewer gate against the real image server', () => {
             if (outside.length > 0) tally.refusedThatWouldLeak++;
           }
         }
-        if ([...returned.uids].some((uid) => uid !== STUDY_UIDS.A1 && uid !== STUDY_UIDS.A2)) orthancReturnedForeign++;
+        if ([...returned.uids].some((uid) => !uid.startsWith(`${ROOT_UID}.1.`))) orthancReturnedForeign++;
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
@@ -472,6 +504,29 @@ describe('the viewer gate against the real image server', () => {
       expect(nginx.errorLog()).not.toMatch(/auth request unexpected status/);
     });
 
+    it('renders within the bounds and refuses a rendering out of them before the image server allocates it', async () => {
+      const instance = `/dicom-web/studies/${STUDY_UIDS.A1}/series/${written.A1.seriesUids[0]}/instances/${written.A1.sopInstanceUids[0]}/rendered`;
+      const render = async (query: string) => {
+        const response = await rawGet(agent, Number(new URL(nginx.url).port), `${instance}?${query}`, {
+          'x-viewer-token': viewerToken,
+          accept: 'image/jpeg',
+        });
+        return {
+          status: response.status,
+          jpeg: response.body.subarray(0, 2).toString('hex') === 'ffd8',
+          bytes: response.body.length,
+        };
+      };
+      const small = await render('viewport=64,64&quality=80');
+      expect({ status: small.status, jpeg: small.jpeg }).toEqual({ status: 200, jpeg: true });
+      for (const query of ['viewport=8000,8000', 'viewport=30000,30000', 'quality=1000', 'window=40,400,cubic']) {
+        expect({ query, answer: await render(query) }).toEqual({
+          query,
+          answer: { status: 403, jpeg: false, bytes: expect.any(Number) },
+        });
+      }
+    });
+
     it("keeps tokens out of the access log: the viewer URL's token=, a bearer, X-Viewer-Token", async () => {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
       await viaNginx(`/viewer?StudyInstanceUIDs=${STUDY_UIDS.A1}&token=${secret}`, {});
@@ -487,7 +542,7 @@ describe('the viewer gate against the real image server', () => {
     });
   });
 
-  it("keeps tokens out of the API's request log (the built API, logging every request)", async () => {
+  it("keeps tokens and search text out of the API's request log: path and query keys only (the built API, logging every request)", async () => {
     const api = await startBuiltProcess(
       'main',
       { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_log`, LOG_LEVEL: 'info' },
@@ -495,7 +550,7 @@ describe('the viewer gate against the real image server', () => {
     );
     try {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
-      await fetch(`${api.url}/api/studies?page=1&token=${secret}&%74oken=${secret}`, {
+      await fetch(`${api.url}/api/studies?page=1&search=THEIRS%5EPATIENT&token=${secret}&%74oken=${secret}`, {
         headers: { authorization: `Bearer ${clinicA.token1}` },
       });
       await fetch(`${api.url}/api/health?access_token=${secret}`, {
@@ -511,9 +566,9 @@ describe('the viewer gate against the real image server', () => {
         },
         10_000,
       );
-      expect(logged).toContain('/api/studies?page=1&token=[redacted]&%74oken=[redacted]');
-      expect(logged).toContain('/api/health?access_token=[redacted]');
-      for (const token of [secret, viewerToken, clinicA.token1]) expect(logged).not.toContain(token);
+      expect(logged).toContain('/api/studies?page&search&token&[key]');
+      expect(logged).toContain('/api/health?access_token');
+      for (const text of [secret, viewerToken, clinicA.token1, 'THEIRS', 'PATIENT']) expect(logged).not.toContain(text);
     } finally {
       await api.stop();
     }

@@ -1,9 +1,11 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AuditAccess, searchReturned } from '../../audit';
 import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope } from '../../common/auth/decorators';
 import { ApiError } from '../../common/errors/api-errors';
+import { FairShare } from '../../common/fair-share/fair-share.interceptor';
 import { QIDO_MAX_LIMIT, parseQidoStudyQuery, QidoQueryError } from './qido-query';
 import { dicomWebRoot, toQidoStudy } from './qido-study';
 import { QidoRepository } from './qido.repository';
@@ -74,6 +76,8 @@ export class QidoController {
     schema: { type: 'array', items: { type: 'object', additionalProperties: { type: 'object' } } },
   })
   @ApiBadRequestResponse({ description: 'A malformed parameter: `{message: "The StudyDate parameter must be ..."}`' })
+  @AuditAccess('study.search', { search: true })
+  @FairShare({ patternParams: ['PatientName', 'PatientID', 'AccessionNumber', 'StudyDescription'] })
   async searchStudies(
     @CallerScope() scope: DataScope,
     @Query() query: Record<string, unknown>,
@@ -88,6 +92,7 @@ export class QidoController {
       throw error;
     }
     const rows = await this.qido.searchStudies(scope, parsed);
+    searchReturned(request, rows.length);
     const root = dicomWebRoot(request.protocol, request.host);
     reply.header('content-type', DICOM_JSON).header('cache-control', 'no-store');
     // A Buffer: Fastify would append "; charset=utf-8" to a string's content type.
