@@ -16,6 +16,7 @@ import { AuditAccess } from '../audit';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
+import { FairShare } from '../common/fair-share/fair-share.interceptor';
 import { UuidParam } from '../common/http/uuid-param';
 import { NotFoundDto, ValidationErrorDto } from '../common/responses';
 import { ConflictDto, CreateReportDto, ReportDto, SignReportDto, UpdateReportDto } from './dto/report.dto';
@@ -155,6 +156,7 @@ export class ReportsController {
 
   @Get(':reportId/pdf')
   @Auth()
+  @FairShare()
   @AuditAccess('report.read', { targetParam: 'reportId' })
   @ApiOperation({
     summary: 'The report as an A4 PDF',
