@@ -7,6 +7,7 @@ import { AuthModule } from './auth/auth.module';
 import { APP_CONFIG } from './config/config.module';
 import { AppConfig } from './config/environment';
 import { CoreModule } from './core.module';
+import { ExchangeModule } from './exchange/exchange.module';
 import { HealthModule } from './health/health.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
@@ -39,6 +40,7 @@ import { ViewerModule } from './viewer/viewer.module';
     StudiesModule,
     PatientsModule,
     ViewerModule,
+    ExchangeModule,
     IngestionModule,
     OperationsModule,
   ],

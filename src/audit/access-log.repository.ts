@@ -10,6 +10,7 @@ export interface AccessLogRow {
   tenant_id: string | null;
   study_id: string | null;
   target_id: string | null;
+  share_id: string | null;
   ip: string | null;
   request_id: string | null;
 }
@@ -26,12 +27,12 @@ export class AccessLogRepository {
   async insertBatch(rows: AccessLogRow[]): Promise<void> {
     if (rows.length === 0) return;
     await this.db.query(
-      `INSERT INTO access_logs (occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id)
+      `INSERT INTO access_logs (occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id, share_id)
        SELECT v.occurred_at, v.action, v.user_id, COALESCE(s.tenant_id, v.tenant_id), v.study_id, v.target_id,
-              v.ip, v.request_id
+              v.ip, v.request_id, v.share_id
          FROM unnest($1::timestamptz[], $2::varchar[], $3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[],
-                     $7::varchar[], $8::varchar[]) WITH ORDINALITY
-              AS v(occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id, n)
+                     $7::varchar[], $8::varchar[], $9::uuid[]) WITH ORDINALITY
+              AS v(occurred_at, action, user_id, tenant_id, study_id, target_id, ip, request_id, share_id, n)
          LEFT JOIN studies s ON s.id = v.study_id
         -- The join may reorder rows; ids must follow the order in which the accesses happened.
         ORDER BY v.n`,
@@ -44,6 +45,7 @@ export class AccessLogRepository {
         rows.map((r) => r.target_id),
         rows.map((r) => r.ip),
         rows.map((r) => r.request_id),
+        rows.map((r) => r.share_id),
       ],
     );
   }

@@ -1,7 +1,17 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 
-export type AccessAction = 'study.view' | 'study.image' | 'study.thumbnail' | 'series.thumbnail' | 'viewer_token.issue';
+export type AccessAction =
+  | 'study.view'
+  | 'study.image'
+  | 'study.thumbnail'
+  | 'series.thumbnail'
+  | 'viewer_token.issue'
+  | 'study.download'
+  | 'study.upload'
+  | 'share.create'
+  | 'share.open'
+  | 'share.revoke';
 
 /** What a caller tells the access log; ids that are not uuids are stored as null. */
 export interface AccessEntry {
@@ -12,6 +22,8 @@ export interface AccessEntry {
   studyId?: unknown;
   /** The instance or series opened inside the study. */
   targetId?: unknown;
+  /** The share link the act was made through (opening it) or on (creating, revoking it). */
+  shareId?: unknown;
   ip?: string | null;
   requestId?: string | null;
 }
@@ -73,6 +85,7 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
         tenant_id: uuidOrNull(entry.tenantId),
         study_id: uuidOrNull(entry.studyId),
         target_id: uuidOrNull(entry.targetId),
+        share_id: uuidOrNull(entry.shareId),
         ip: clip(entry.ip, 64),
         request_id: clip(entry.requestId, 128),
       });

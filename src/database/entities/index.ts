@@ -3,13 +3,14 @@ import { Modality } from './modality.entity';
 import { Patient } from './patient.entity';
 import { ReportTemplate } from './report-template.entity';
 import { Series } from './series.entity';
+import { Share } from './share.entity';
 import { Study } from './study.entity';
 import { Tenant } from './tenant.entity';
 import { Thumbnail } from './thumbnail.entity';
 import { Unit } from './unit.entity';
 import { User } from './user.entity';
 
-export { Instance, Modality, Patient, ReportTemplate, Series, Study, Tenant, Thumbnail, Unit, User };
+export { Instance, Modality, Patient, ReportTemplate, Series, Share, Study, Tenant, Thumbnail, Unit, User };
 export type { ReportStatus } from './study.entity';
 
-export const ENTITIES = [Tenant, Unit, User, Modality, Patient, Study, Series, Instance, Thumbnail, ReportTemplate];
+export const ENTITIES = [Tenant, Unit, User, Modality, Patient, Study, Series, Instance, Thumbnail, ReportTemplate, Share];
