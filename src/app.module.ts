@@ -13,6 +13,7 @@ import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
 import { PatientsModule } from './patients/patients.module';
+import { SharesModule } from './shares/shares.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
@@ -41,6 +42,7 @@ import { ViewerModule } from './viewer/viewer.module';
     PatientsModule,
     ViewerModule,
     ExchangeModule,
+    SharesModule,
     IngestionModule,
     OperationsModule,
   ],

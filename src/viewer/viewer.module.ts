@@ -11,5 +11,6 @@ import { ValidateRawRoute } from './validate.raw-route';
   imports: [AuthModule, MetricsModule, StudiesModule],
   controllers: [ViewerController],
   providers: [ViewerService, StudyPlacesCache, ValidateRawRoute],
+  exports: [ViewerService],
 })
 export class ViewerModule {}

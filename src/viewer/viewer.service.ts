@@ -28,6 +28,23 @@ export interface ViewerSession {
   study_id: string;
   /** Epoch milliseconds; checked on every validation, cached or not. */
   expires_at: number;
+  /**
+   * Set on a token a share link gave: it reads `study_uid` only, and dies with its share (its key
+   * is deleted on revocation; such a session is never cached in memory, so that holds at once).
+   */
+  share_id?: string;
+  study_uid?: string;
+}
+
+/** The study a share link opens, and the share (see ViewerService.issueForShare). */
+export interface SharedStudy {
+  share_id: string;
+  /** Whoever created the share (the session's user_id; not checked while the share stands). */
+  created_by: string | null;
+  tenant_id: string;
+  unit_id: string;
+  study_id: string;
+  study_instance_uid: string;
 }
 
 export type Verdict =
@@ -48,6 +65,8 @@ export const INVALID_TOKEN: Verdict = {
 export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, result: 'forbidden', body: { error: 'Forbidden' } };
 
 export const viewerTokenKey = (token: string) => `viewer:${token}`;
+/** The viewer tokens a share gave, so that revoking the share deletes them all. */
+export const shareTokensKey = (shareId: string) => `viewer-share:${shareId}`;
 
 // A token is re-read from Redis at most this often per process. Its expiry is exact regardless
 // (expires_at travels with it); a deactivated account is caught by AccountStatusService's own cache.
@@ -84,19 +103,46 @@ export class ViewerService {
   async issue(user: AuthUser, scope: DataScope, studyId: string): Promise<ViewerTokenDto> {
     const study = await this.studies.findStudyRef(scope, studyId);
     if (!study) throw new ApiError(HttpStatus.NOT_FOUND, { error: 'Study not found' });
-    const ttl = this.config.VIEWER_TOKEN_TTL;
-    const token = randomUUID();
-    const session: ViewerSession = {
-      user_id: user.id,
-      tenant_id: study.tenant_id,
-      unit_id: user.unit_id,
-      study_id: study.id,
-      expires_at: Date.now() + ttl * 1000,
+    const session = { user_id: user.id, tenant_id: study.tenant_id, unit_id: user.unit_id, study_id: study.id };
+    return this.store(session, study.study_instance_uid, this.config.VIEWER_TOKEN_TTL);
+  }
+
+  /**
+   * A token for the one study a share link opens, for at most `maxTtl` seconds (the share's own
+   * expiry), recorded under the share so that `revokeShareTokens` ends it.
+   */
+  async issueForShare(shared: SharedStudy, maxTtl: number): Promise<ViewerTokenDto> {
+    const session = {
+      user_id: shared.created_by ?? '',
+      tenant_id: shared.tenant_id,
+      unit_id: shared.unit_id,
+      study_id: shared.study_id,
+      share_id: shared.share_id,
+      study_uid: shared.study_instance_uid,
     };
-    await this.redis.set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
+    const ttl = Math.max(1, Math.min(this.config.VIEWER_TOKEN_TTL, Math.floor(maxTtl)));
+    return this.store(session, shared.study_instance_uid, ttl);
+  }
+
+  /** Ends every viewer token the share gave, at once (they are never cached in memory). */
+  async revokeShareTokens(shareId: string): Promise<void> {
+    const tokens = await this.redis.smembers(shareTokensKey(shareId));
+    await this.redis.del(shareTokensKey(shareId), ...tokens.map(viewerTokenKey));
+  }
+
+  private async store(grant: Omit<ViewerSession, 'expires_at'>, studyUid: string, ttl: number): Promise<ViewerTokenDto> {
+    const token = randomUUID();
+    const session: ViewerSession = { ...grant, expires_at: Date.now() + ttl * 1000 };
+    const write = this.redis.multi().set(viewerTokenKey(token), JSON.stringify(session), 'EX', ttl);
+    if (session.share_id) {
+      // The set outlives every token in it: each new token pushes its expiry out to the token's.
+      write.sadd(shareTokensKey(session.share_id), token).expire(shareTokensKey(session.share_id), ttl, 'GT');
+      write.expire(shareTokensKey(session.share_id), ttl, 'NX');
+    }
+    await write.exec();
     // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
     // validation looks it up itself otherwise).
-    await this.studyPlaces.placesOf([study.study_instance_uid]).catch(() => undefined);
+    await this.studyPlaces.placesOf([studyUid]).catch(() => undefined);
     return { token, expires_in: ttl };
   }
 
@@ -147,7 +193,7 @@ export class ViewerService {
   private async decide(headers: IncomingHttpHeaders): Promise<Outcome> {
     const credential = credentialOf(headers);
     if (credential === null) return { verdict: MISSING_TOKEN };
-    let allows: ((place: RecordPlace) => boolean) | null;
+    let allows: StudyGrant | null;
     try {
       allows = credential.kind === 'session' ? await this.sessionScope(credential.token) : await this.viewerTokenScope(credential.token);
     } catch (error) {
@@ -167,10 +213,18 @@ export class ViewerService {
     }
   }
 
-  /** A viewer token opens the studies of its tenant (the spec's rule); null when it is not valid. */
-  private async viewerTokenScope(token: string): Promise<((place: RecordPlace) => boolean) | null> {
+  /**
+   * A viewer token opens the studies of its tenant (the spec's rule); a share's token its one study
+   * (its share standing is its key still being in Redis). Null when it is not valid.
+   */
+  private async viewerTokenScope(token: string): Promise<StudyGrant | null> {
     const session = await this.session(token);
-    if (!session || !accountAllows(await this.accounts.get(session.user_id), session)) return null;
+    if (!session) return null;
+    if (session.share_id) {
+      const { study_uid, tenant_id } = session;
+      return (place, uid) => uid === study_uid && place.tenant_id === tenant_id;
+    }
+    if (!accountAllows(await this.accounts.get(session.user_id), session)) return null;
     return (place) => place.tenant_id === session.tenant_id;
   }
 
@@ -179,7 +233,7 @@ export class ViewerService {
    * the API guard's checks: a valid access token, not logged out, of a usable account in a usable
    * clinic. Null when it is not valid.
    */
-  private async sessionScope(accessToken: string): Promise<((place: RecordPlace) => boolean) | null> {
+  private async sessionScope(accessToken: string): Promise<StudyGrant | null> {
     const claims = this.tokens.verify(accessToken);
     if (!claims) return null;
     const [blacklisted, account] = await Promise.all([
@@ -199,7 +253,8 @@ export class ViewerService {
       const stored = await withTimeout(this.redis.get(viewerTokenKey(token)), REDIS_TIMEOUT_MS);
       session = stored ? parseSession(stored) : undefined;
       if (!session) return null;
-      this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
+      // A share's token is read from Redis every time: its revocation deletes it there, at once.
+      if (!session.share_id) this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
     }
     return session.expires_at > now ? session : null;
   }
@@ -245,15 +300,14 @@ function accountAllows(account: AccountState | null, session: ViewerSession): bo
   return account.is_super_admin || account.tenant_id === session.tenant_id;
 }
 
+/** Whether the caller may read the study `uid` held at `place`. */
+type StudyGrant = (place: RecordPlace, uid: string) => boolean;
+
 /** A UID held in several places is served by the image server as one study: all or nothing. */
-function placesVerdict(
-  uids: string[],
-  places: Map<string, StudyPlaces>,
-  allows: (place: RecordPlace) => boolean,
-): Verdict {
+function placesVerdict(uids: string[], places: Map<string, StudyPlaces>, allows: StudyGrant): Verdict {
   const allowed = uids.every((uid) => {
     const held = places.get(uid);
-    return !!held && held.length > 0 && held.every(allows);
+    return !!held && held.length > 0 && held.every((place) => allows(place, uid));
   });
   return allowed ? ALLOW : FORBIDDEN;
 }
