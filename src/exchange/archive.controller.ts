@@ -1,12 +1,5 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
-import {
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProduces,
-  ApiServiceUnavailableResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'stream';
 import { AuditAccess } from '../audit';
@@ -36,8 +29,11 @@ export class ArchiveController {
   @ApiOperation({ summary: 'Every instance of the study as DICOM files in one ZIP, streamed from the image server' })
   @ApiProduces('application/zip')
   @ApiOkResponse({ schema: { type: 'string', format: 'binary' }, description: 'Content-Disposition: attachment' })
-  @ApiNotFoundResponse({ description: 'Missing or outside the caller\'s scope: `{message: "Study not found."}`' })
-  @ApiServiceUnavailableResponse({ description: 'The image server did not answer: `{message: "Service unavailable."}`' })
+  @ApiNotFoundResponse({
+    description:
+      'Missing or outside the caller\'s scope: `{message: "Study not found."}`; the image server cannot give its files: ' +
+      '`{message: "Archive not available"}`',
+  })
   async archive(
     @CallerScope() scope: DataScope,
     @UuidParam('id', 'Study') id: string,

@@ -23,7 +23,7 @@ export class ArchiveService {
   /**
    * 404 `{message: "Study not found."}` outside the scope. The image server's ZIP is passed on
    * chunk by chunk with back-pressure; its first chunk is awaited so that an upstream failure before
-   * any byte is a 503, never a broken 200. `signal` (the client went away) aborts the upstream.
+   * any byte is a 404 `{message: "Archive not available"}` (as for a rendered image), never a broken 200. `signal` (the client went away) aborts the upstream.
    */
   async open(scope: DataScope, studyId: string, signal: AbortSignal): Promise<StudyArchive> {
     const study = await this.studies.findStudyToExchange(scope, studyId);
@@ -37,7 +37,7 @@ export class ArchiveService {
     } catch (error) {
       if (signal.aborted) throw error;
       this.logger.warn(`Archive of study ${studyId} failed: ${(error as Error)?.message ?? error}`);
-      throw Errors.serviceUnavailable();
+      throw Errors.archiveNotAvailable();
     }
   }
 }

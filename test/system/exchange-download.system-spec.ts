@@ -158,12 +158,12 @@ describe('study download (ZIP) through the real Orthanc', () => {
     expect(await response.json()).toEqual({ message: 'Unauthenticated.' });
   });
 
-  it('answers 503 {message: "Service unavailable."} when the image server does not have the study', async () => {
+  it('answers 404 {message: "Archive not available"} when the image server does not have the study', async () => {
     const patient = await createPatient(t.db, clinic.tenant.id);
     const ghost = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient });
     const response = await download(ghost.id, clinic.token1);
-    expect(response.status).toBe(503);
-    expect(await response.json()).toEqual({ message: 'Service unavailable.' });
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ message: 'Archive not available' });
   });
 
   it('stops reading from the image server when the client goes away', async () => {

@@ -270,6 +270,7 @@ describe('the viewer gate against the real image server', () => {
   let apiPort: number;
   let clinicA: Awaited<ReturnType<typeof createClinic>>;
   let viewerToken: string;
+  let shareViewerToken: string;
   const written = {} as Record<StudyName, WrittenStudy>;
   const patientOf = {} as Record<StudyName, string>;
   const apiAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -316,6 +317,11 @@ describe('the viewer gate against the real image server', () => {
     const issued = await t.http.post('/api/viewer/token', { token: clinicA.token1, body: { study_id: a1.id } });
     expect(issued.status).toBe(200);
     viewerToken = issued.body.token;
+    const share = await t.http.post(`/api/studies/${a1.id}/shares`, { token: clinicA.token1, body: { max_uses: 1 } });
+    expect(share.status).toBe(201);
+    const opened = await t.http.post('/api/shares/open', { body: { token: share.body.token } });
+    expect(opened.status).toBe(200);
+    shareViewerToken = opened.body.viewer_token;
   });
 
   afterAll(async () => {
@@ -334,10 +340,12 @@ describe('the viewer gate against the real image server', () => {
       sopOf[name] = written[name].sopInstanceUids[0];
     }
     const uris = generateUris(seeded(SEED), STUDY_UIDS, seriesOf, sopOf);
-    // A viewer token of clinic A opens the clinic (A1, A2); user 1's session, unit 1 only (A1).
+    // A viewer token of clinic A opens the clinic (A1, A2); user 1's session, unit 1 only (A1); the
+    // viewer token of a share of A1, A1 only.
     const callers: Array<{ name: string; headers: Record<string, string>; scope: Set<string> }> = [
       { name: 'viewer token', headers: { 'x-viewer-token': viewerToken }, scope: new Set([STUDY_UIDS.A1, STUDY_UIDS.A2]) },
       { name: 'session', headers: { authorization: `Bearer ${clinicA.token1}` }, scope: new Set([STUDY_UIDS.A1]) },
+      { name: 'share token', headers: { 'x-viewer-token': shareViewerToken }, scope: new Set([STUDY_UIDS.A1]) },
     ];
     const foreignPatients = new Map(Object.entries(STUDY_UIDS).map(([name, uid]) => [patientOf[name as StudyName], uid]));
     const counts = Object.fromEntries(
