@@ -233,9 +233,24 @@ export class ImgsrvClient {
     );
   }
 
-  /** Whether the image server holds a study of this id. */
-  async hasStudy(imgsrvStudyId: string): Promise<boolean> {
-    return (await this.orNull(() => this.get<unknown>(`/studies/${id(imgsrvStudyId)}`))) !== null;
+  /**
+   * The image server's resources carrying this DICOM UID (a SOPInstanceUID: instances; a
+   * StudyInstanceUID: studies, one per PatientID), as `/tools/lookup` answers: a read, sent as POST.
+   */
+  async lookup(uid: string): Promise<Array<{ ID: string; Type: string }>> {
+    const path = '/tools/lookup';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.http.post<Array<{ ID: string; Type: string }>>(path, uid, {
+          headers: { 'Content-Type': 'text/plain' },
+        });
+        return Array.isArray(response.data) ? response.data : [];
+      } catch (error) {
+        const failure = toImgsrvError(error, path);
+        if (!failure.transient || attempt >= this.retryPolicy.retries) throw failure;
+        await sleep(backoffDelay(this.retryPolicy, attempt));
+      }
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OpenedShareDto, OpenShareDto } from './dto/share.dto';
-import { requesterOf } from './requester';
+import { requesterOf } from '../common/http/requester';
 import { ShareLockedError, SharesService } from './shares.service';
 
 @ApiTags('shares')

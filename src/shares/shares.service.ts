@@ -5,6 +5,7 @@ import { AuditService } from '../audit';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
 import { ApiError, Errors } from '../common/errors/api-errors';
+import type { Requester } from '../common/http/requester';
 import { REDIS } from '../common/redis/redis.module';
 import { StudiesRepository } from '../studies';
 import { ViewerService } from '../viewer';
@@ -35,12 +36,6 @@ export class ShareLockedError extends ApiError {
   constructor(readonly retryAfterSeconds: number) {
     super(HttpStatus.TOO_MANY_REQUESTS, { message: 'Too many wrong passcodes: this link is locked for a while.' });
   }
-}
-
-/** Where an open came from, for the access log. */
-export interface Requester {
-  ip: string | null;
-  requestId: string | null;
 }
 
 function toShareDto(row: ShareRow): ShareDto {

@@ -14,7 +14,7 @@ import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope, CurrentUser } from '../common/auth/decorators';
 import { UuidParam } from '../common/http/uuid-param';
 import { CreatedShareDto, CreateShareDto, ShareDto } from './dto/share.dto';
-import { requesterOf } from './requester';
+import { requesterOf } from '../common/http/requester';
 import { SharesService } from './shares.service';
 
 const STUDY_NOT_FOUND = 'Missing or outside the caller\'s scope: `{message: "Study not found."}`';

@@ -1,0 +1,310 @@
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { createHash, Hash } from 'crypto';
+import { createReadStream, createWriteStream, promises as fs, WriteStream } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import type { Readable } from 'stream';
+import { once } from 'events';
+import { AuditService } from '../audit';
+import type { AuthUser } from '../common/auth/auth-user';
+import type { RecordPlace } from '../common/auth/data-scope';
+import { ApiError, ErrorBodies, Errors } from '../common/errors/api-errors';
+import type { Requester } from '../common/http/requester';
+import { UnitsRepository } from '../clinics';
+import { ImgsrvClient, ImgsrvError } from '../imgsrv';
+import { StudiesRepository } from '../studies';
+import { DicomHead, NotDicomError, readDicomHead } from './dicom-head';
+import { multipartBoundary, MultipartError, readMultipart } from './multipart-related';
+import { UploadPlacementsRepository } from './upload-placements.repository';
+
+/** Bytes of each part kept in memory to read its identifiers (the rest only goes to disk). */
+const HEAD_BYTES = 1024 * 1024;
+
+/** PS3.18 failure reasons of a refused instance (00081197). */
+const FailureReason = {
+  processingFailure: 0x0110,
+  notAuthorized: 0x0124,
+  cannotUnderstand: 0xc000,
+} as const;
+
+type DicomJson = Record<string, { vr: string; Value?: unknown[] }>;
+
+export interface StowAnswer {
+  '00081198'?: { vr: 'SQ'; Value: DicomJson[] };
+  '00081199'?: { vr: 'SQ'; Value: DicomJson[] };
+}
+
+/** The unit an upload goes to, and whether the uploader is held to that unit (a regular user). */
+interface Target {
+  tenant_id: string;
+  unit_id: string;
+  unitOnly: boolean;
+}
+
+interface SpooledPart {
+  file: string;
+  type: string | undefined;
+  size: number;
+  md5: string;
+  head: Buffer;
+}
+
+type Outcome = { stored: true; head: DicomHead } | { stored: false; head: Partial<DicomHead>; code: number; reason: string };
+
+class Refusal extends Error {
+  constructor(
+    readonly code: number,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+const ui = (value: string | undefined): { vr: string; Value?: unknown[] } =>
+  value ? { vr: 'UI', Value: [value] } : { vr: 'UI' };
+
+/**
+ * STOW-RS into the archive (decisions.md 3d): a multipart/related body read as it arrives, each part
+ * spooled to a temporary file (never the whole body in memory), its identifiers read from its first
+ * bytes, checked, then stored in the image server with the service's account. Refused, with nothing
+ * of it stored: what is not DICOM, an instance of a study held by another clinic (for a regular
+ * user: another unit), one that would replace an archived instance with other content. The study's
+ * unit is recorded before its first instance is stored, so that ingestion places it there.
+ */
+@Injectable()
+export class StowService {
+  private readonly logger = new Logger(StowService.name);
+
+  constructor(
+    private readonly imgsrv: ImgsrvClient,
+    private readonly studies: StudiesRepository,
+    private readonly units: UnitsRepository,
+    private readonly placements: UploadPlacementsRepository,
+    private readonly audit: AuditService,
+  ) {}
+
+  async store(
+    user: AuthUser,
+    unitId: string | undefined,
+    contentType: string | undefined,
+    body: unknown,
+    from: Requester,
+  ): Promise<StowAnswer> {
+    const target = await this.targetOf(user, unitId);
+    const boundary = multipartBoundary(contentType);
+    const type = /;\s*type="?([^";]+)"?/i.exec(contentType ?? '')?.[1];
+    if (!boundary || !isReadable(body) || (type !== undefined && type.toLowerCase() !== 'application/dicom')) {
+      throw new ApiError(HttpStatus.UNSUPPORTED_MEDIA_TYPE, ErrorBodies.unsupportedMediaType);
+    }
+    const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
+    const outcomes: Outcome[] = [];
+    const studyVerdicts = new Map<string, Promise<void>>();
+    let spool: {
+      out: WriteStream;
+      hash: Hash;
+      head: Buffer[];
+      headSize: number;
+      size: number;
+      file: string;
+      type?: string;
+    } | null = null;
+    try {
+      let count = 0;
+      await readMultipart(body, boundary, {
+        start: async (headers) => {
+          const file = join(dir, `${count++}.dcm`);
+          spool = {
+            out: createWriteStream(file),
+            hash: createHash('md5'),
+            head: [],
+            headSize: 0,
+            size: 0,
+            file,
+            type: headers['content-type'],
+          };
+        },
+        data: async (chunk) => {
+          const part = spool!;
+          part.hash.update(chunk);
+          part.size += chunk.length;
+          if (part.headSize < HEAD_BYTES) {
+            const kept = chunk.subarray(0, HEAD_BYTES - part.headSize);
+            part.head.push(Buffer.from(kept));
+            part.headSize += kept.length;
+          }
+          if (!part.out.write(chunk)) await once(part.out, 'drain');
+        },
+        end: async () => {
+          const part = spool!;
+          part.out.end();
+          await once(part.out, 'close');
+          const spooled: SpooledPart = {
+            file: part.file,
+            type: part.type,
+            size: part.size,
+            md5: part.hash.digest('hex'),
+            head: Buffer.concat(part.head),
+          };
+          outcomes.push(await this.storePart(user, target, spooled, studyVerdicts));
+          await fs.rm(part.file, { force: true });
+        },
+      });
+    } catch (error) {
+      if (error instanceof MultipartError)
+        throw new ApiError(HttpStatus.BAD_REQUEST, { message: `Malformed multipart body: ${error.message}.` });
+      if ((error as { statusCode?: number })?.statusCode === 413)
+        throw new ApiError(HttpStatus.PAYLOAD_TOO_LARGE, ErrorBodies.payloadTooLarge);
+      if (error instanceof ApiError) throw error;
+      // The client went away, or its body broke off.
+      this.logger.warn(`STOW-RS body not read to its end: ${(error as Error)?.message ?? error}`);
+      throw new ApiError(HttpStatus.BAD_REQUEST, { message: 'The upload did not arrive whole.' });
+    } finally {
+      (spool as { out: WriteStream } | null)?.out.destroy();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+    await this.recordUploads(user, target, outcomes, from);
+    return answerOf(outcomes);
+  }
+
+  /** A regular user uploads into their unit; an admin names a unit of the clinic (`unit_id`), else 422. */
+  private async targetOf(user: AuthUser, unitId: string | undefined): Promise<Target> {
+    if (!user.is_super_admin && !user.is_tenant_admin) {
+      if (!user.tenant_id || !user.unit_id) throw Errors.fieldInvalid('unit_id', 'The caller has no unit to upload into.');
+      return { tenant_id: user.tenant_id, unit_id: user.unit_id, unitOnly: true };
+    }
+    if (!unitId) throw Errors.fieldInvalid('unit_id', 'The unit id field is required.');
+    const unit = await this.units.findById(unitId);
+    if (!unit || (!user.is_super_admin && unit.tenant_id !== user.tenant_id)) {
+      throw Errors.fieldInvalid('unit_id', 'The selected unit id is invalid.');
+    }
+    return { tenant_id: unit.tenant_id, unit_id: unit.id, unitOnly: false };
+  }
+
+  private async storePart(
+    user: AuthUser,
+    target: Target,
+    part: SpooledPart,
+    studyVerdicts: Map<string, Promise<void>>,
+  ): Promise<Outcome> {
+    let head: Partial<DicomHead> = {};
+    try {
+      if (part.type && !/^application\/dicom\s*(;|$)/i.test(part.type)) {
+        throw new Refusal(FailureReason.cannotUnderstand, `a part of type ${part.type.slice(0, 100)}, not application/dicom`);
+      }
+      try {
+        head = readDicomHead(part.head);
+      } catch (error) {
+        if (error instanceof NotDicomError) throw new Refusal(FailureReason.cannotUnderstand, error.message);
+        throw error;
+      }
+      const uid = head.studyInstanceUid!;
+      if (!studyVerdicts.has(uid)) studyVerdicts.set(uid, this.checkStudy(user, target, uid));
+      await studyVerdicts.get(uid);
+      if (await this.alreadyArchived(head.sopInstanceUid!, part.md5)) return { stored: true, head: head as DicomHead };
+      try {
+        await this.imgsrv.storeInstance(createReadStream(part.file), part.size);
+      } catch (error) {
+        const status = (error as ImgsrvError).status;
+        if (status !== undefined && status < 500)
+          throw new Refusal(FailureReason.cannotUnderstand, 'the image server could not read it');
+        throw error;
+      }
+      return { stored: true, head: head as DicomHead };
+    } catch (error) {
+      if (error instanceof Refusal) return { stored: false, head, code: error.code, reason: error.message };
+      this.logger.warn(`STOW-RS: instance ${head.sopInstanceUid ?? '?'} not stored: ${(error as Error)?.message ?? error}`);
+      return { stored: false, head, code: FailureReason.processingFailure, reason: 'the archive could not store it now' };
+    }
+  }
+
+  /**
+   * The study may take this upload when the archive holds it only within the target (the clinic,
+   * or for a regular user the unit), or not at all: then its placement is recorded first. A study
+   * the image server already holds but the archive has not placed (being received from a device)
+   * is refused: its device decides where it goes.
+   */
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string): Promise<void> {
+    const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
+    if (places.length > 0) return this.assertWithin(target, places);
+    const claim = await this.placements.claim(studyUid, target, user.id);
+    this.assertWithin(target, [claim.place]);
+    if (claim.made && (await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study')) {
+      await this.placements.release(studyUid, target);
+      throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
+    }
+  }
+
+  private assertWithin(target: Target, places: RecordPlace[]): void {
+    for (const place of places) {
+      if (place.tenant_id !== target.tenant_id)
+        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another clinic');
+      if (target.unitOnly && place.unit_id !== target.unit_id) {
+        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another unit');
+      }
+    }
+  }
+
+  /**
+   * True when the image server holds an instance with this SOPInstanceUID with the same content (the
+   * part is then already stored); a refusal when it holds one with other content.
+   */
+  private async alreadyArchived(sopInstanceUid: string, md5: string): Promise<boolean> {
+    const archived = (await this.imgsrv.lookup(sopInstanceUid)).filter((found) => found.Type === 'Instance');
+    if (archived.length === 0) return false;
+    for (const instance of archived) {
+      if ((await this.imgsrv.instanceFileMd5(instance.ID)) !== md5) {
+        throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
+      }
+    }
+    return true;
+  }
+
+  /** One `study.upload` entry per study that received instances. */
+  private async recordUploads(user: AuthUser, target: Target, outcomes: Outcome[], from: Requester): Promise<void> {
+    const studies = new Set(outcomes.filter((o) => o.stored).map((o) => o.head.studyInstanceUid!));
+    for (const uid of studies) {
+      this.audit.record({
+        action: 'study.upload',
+        userId: user.id,
+        tenantId: target.tenant_id,
+        studyId: await this.placements.studyIdOf(uid, target.tenant_id).catch(() => null),
+        ip: from.ip,
+        requestId: from.requestId,
+      });
+    }
+  }
+}
+
+function isReadable(body: unknown): body is Readable {
+  return (
+    !!body && typeof (body as Readable)[Symbol.asyncIterator] === 'function' && typeof (body as Readable).pipe === 'function'
+  );
+}
+
+/** The STOW-RS answer: 00081199 the stored instances, 00081198 the refused ones with their reason. */
+function answerOf(outcomes: Outcome[]): StowAnswer {
+  const stored: DicomJson[] = [];
+  const refused: DicomJson[] = [];
+  for (const outcome of outcomes) {
+    const { head } = outcome;
+    const item: DicomJson = { '00081150': ui(head.sopClassUid), '00081155': ui(head.sopInstanceUid) };
+    if (outcome.stored) {
+      item['00081190'] = {
+        vr: 'UR',
+        Value: [
+          `/dicom-web/studies/${head.studyInstanceUid}/series/${head.seriesInstanceUid}/instances/${head.sopInstanceUid}`,
+        ],
+      };
+      stored.push(item);
+    } else {
+      item['00081197'] = { vr: 'US', Value: [outcome.code] };
+      // Error Comment: why, in words.
+      item['00000902'] = { vr: 'LO', Value: [outcome.reason] };
+      refused.push(item);
+    }
+  }
+  return {
+    ...(refused.length ? { '00081198': { vr: 'SQ' as const, Value: refused } } : {}),
+    ...(stored.length ? { '00081199': { vr: 'SQ' as const, Value: stored } } : {}),
+  };
+}
