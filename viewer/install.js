@@ -6,7 +6,8 @@
  * The package is fetched with `npm pack` (the registry tarball alone: none of its ~2,000 build
  * dependencies are needed to serve a built site) and checked against the pinned integrity.
  * Idempotent: a matching viewer/dist is kept and only this project's files are refreshed:
- * app-config.js and the sign-in page (viewer/login, served at /login).
+ * app-config.js, the sign-in page (viewer/login, served at /login) and the share links' page
+ * (viewer/share, served at /s/<token>).
  *
  *   node viewer/install.js            install or refresh
  *   node viewer/install.js --check    exit 1 unless the pinned version is installed
@@ -37,8 +38,10 @@ function installed() {
 
 function copyConfig() {
   fs.copyFileSync(path.join(here, 'app-config.js'), path.join(target, 'app-config.js'));
-  fs.rmSync(path.join(target, 'login'), { recursive: true, force: true });
-  fs.cpSync(path.join(here, 'login'), path.join(target, 'login'), { recursive: true });
+  for (const page of ['login', 'share']) {
+    fs.rmSync(path.join(target, page), { recursive: true, force: true });
+    fs.cpSync(path.join(here, page), path.join(target, page), { recursive: true });
+  }
 }
 
 function install() {
