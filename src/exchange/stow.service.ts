@@ -19,6 +19,8 @@ import { UploadPlacementsRepository } from './upload-placements.repository';
 
 /** Bytes of each part kept in memory to read its identifiers (the rest only goes to disk). */
 const HEAD_BYTES = 1024 * 1024;
+/** Parts checked and stored at once while the body keeps arriving (memory: this many heads). */
+const PARALLEL_PARTS = 4;
 
 /** PS3.18 failure reasons of a refused instance (00081197). */
 const FailureReason = {
@@ -41,8 +43,25 @@ interface Target {
   unitOnly: boolean;
 }
 
-interface SpooledPart {
+/** What the parts of one body share: each study's check, the instances being stored. */
+interface UploadState {
+  studyVerdicts: Map<string, Promise<void>>;
+  instances: Map<string, Promise<void>>;
+}
+
+/** A part as it arrives: in memory while it is small, else also in its temporary file. */
+interface Spool {
+  out?: WriteStream;
+  hash: Hash;
+  head: Buffer[];
+  headSize: number;
+  size: number;
   file: string;
+  type?: string;
+}
+
+interface SpooledPart {
+  content: { data: Buffer } | { file: string };
   type: string | undefined;
   size: number;
   md5: string;
@@ -50,6 +69,8 @@ interface SpooledPart {
 }
 
 type Outcome = { stored: true; head: DicomHead } | { stored: false; head: Partial<DicomHead>; code: number; reason: string };
+/** An outcome's place in the answer, kept in the order of the parts, until the part is done. */
+const PENDING = { stored: false, head: {}, code: 0, reason: '' } as Outcome;
 
 class Refusal extends Error {
   constructor(
@@ -98,28 +119,20 @@ export class StowService {
     }
     const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
     const outcomes: Outcome[] = [];
-    const studyVerdicts = new Map<string, Promise<void>>();
-    let spool: {
-      out: WriteStream;
-      hash: Hash;
-      head: Buffer[];
-      headSize: number;
-      size: number;
-      file: string;
-      type?: string;
-    } | null = null;
+    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map() };
+    // Parts being checked and stored while the next ones arrive.
+    const inFlight = new Set<Promise<void>>();
+    let spool: Spool | null = null;
     try {
       let count = 0;
       await readMultipart(body, boundary, {
         start: async (headers) => {
-          const file = join(dir, `${count++}.dcm`);
           spool = {
-            out: createWriteStream(file),
             hash: createHash('md5'),
             head: [],
             headSize: 0,
             size: 0,
-            file,
+            file: join(dir, `${count++}.dcm`),
             type: headers['content-type'],
           };
         },
@@ -127,6 +140,16 @@ export class StowService {
           const part = spool!;
           part.hash.update(chunk);
           part.size += chunk.length;
+          if (!part.out && part.headSize + chunk.length <= HEAD_BYTES) {
+            // Small parts (most instances) stay in memory: no file to write and read back.
+            part.head.push(Buffer.from(chunk));
+            part.headSize += chunk.length;
+            return;
+          }
+          if (!part.out) {
+            part.out = createWriteStream(part.file);
+            for (const kept of part.head) part.out.write(kept);
+          }
           if (part.headSize < HEAD_BYTES) {
             const kept = chunk.subarray(0, HEAD_BYTES - part.headSize);
             part.head.push(Buffer.from(kept));
@@ -136,30 +159,45 @@ export class StowService {
         },
         end: async () => {
           const part = spool!;
-          part.out.end();
-          await once(part.out, 'close');
+          spool = null;
+          if (part.out) {
+            part.out.end();
+            await once(part.out, 'close');
+          }
+          const head = Buffer.concat(part.head);
           const spooled: SpooledPart = {
-            file: part.file,
+            content: part.out ? { file: part.file } : { data: head },
             type: part.type,
             size: part.size,
             md5: part.hash.digest('hex'),
-            head: Buffer.concat(part.head),
+            head,
           };
-          outcomes.push(await this.storePart(user, target, spooled, studyVerdicts));
-          await fs.rm(part.file, { force: true });
+          const index = outcomes.push(PENDING) - 1;
+          const task: Promise<void> = this.storePart(user, target, spooled, upload)
+            .then((outcome) => {
+              outcomes[index] = outcome;
+            })
+            .then(() => (part.out ? fs.rm(part.file, { force: true }) : undefined))
+            .finally(() => inFlight.delete(task));
+          inFlight.add(task);
+          if (inFlight.size >= PARALLEL_PARTS) await Promise.race(inFlight);
         },
       });
+      await Promise.all(inFlight);
     } catch (error) {
-      if (error instanceof MultipartError)
+      if (error instanceof MultipartError) {
         throw new ApiError(HttpStatus.BAD_REQUEST, { message: `Malformed multipart body: ${error.message}.` });
-      if ((error as { statusCode?: number })?.statusCode === 413)
+      }
+      if ((error as { statusCode?: number })?.statusCode === 413) {
         throw new ApiError(HttpStatus.PAYLOAD_TOO_LARGE, ErrorBodies.payloadTooLarge);
+      }
       if (error instanceof ApiError) throw error;
       // The client went away, or its body broke off.
       this.logger.warn(`STOW-RS body not read to its end: ${(error as Error)?.message ?? error}`);
       throw new ApiError(HttpStatus.BAD_REQUEST, { message: 'The upload did not arrive whole.' });
     } finally {
-      (spool as { out: WriteStream } | null)?.out.destroy();
+      (spool as Spool | null)?.out?.destroy();
+      await Promise.allSettled([...inFlight]);
       await fs.rm(dir, { recursive: true, force: true });
     }
     await this.recordUploads(user, target, outcomes, from);
@@ -180,12 +218,7 @@ export class StowService {
     return { tenant_id: unit.tenant_id, unit_id: unit.id, unitOnly: false };
   }
 
-  private async storePart(
-    user: AuthUser,
-    target: Target,
-    part: SpooledPart,
-    studyVerdicts: Map<string, Promise<void>>,
-  ): Promise<Outcome> {
+  private async storePart(user: AuthUser, target: Target, part: SpooledPart, upload: UploadState): Promise<Outcome> {
     let head: Partial<DicomHead> = {};
     try {
       if (part.type && !/^application\/dicom\s*(;|$)/i.test(part.type)) {
@@ -198,22 +231,37 @@ export class StowService {
         throw error;
       }
       const uid = head.studyInstanceUid!;
-      if (!studyVerdicts.has(uid)) studyVerdicts.set(uid, this.checkStudy(user, target, uid));
-      await studyVerdicts.get(uid);
-      if (await this.alreadyArchived(head.sopInstanceUid!, part.md5)) return { stored: true, head: head as DicomHead };
+      if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid));
+      await upload.studyVerdicts.get(uid);
+      // Two parts of one instance in one body are taken in turn: the second then meets the first as archived.
+      const sop = head.sopInstanceUid!;
+      while (upload.instances.has(sop)) await upload.instances.get(sop);
+      let done!: () => void;
+      upload.instances.set(sop, new Promise<void>((resolve) => (done = resolve)));
       try {
-        await this.imgsrv.storeInstance(createReadStream(part.file), part.size);
-      } catch (error) {
-        const status = (error as ImgsrvError).status;
-        if (status !== undefined && status < 500)
-          throw new Refusal(FailureReason.cannotUnderstand, 'the image server could not read it');
-        throw error;
+        if (await this.alreadyArchived(sop, part.md5)) return { stored: true, head: head as DicomHead };
+        await this.send(part);
+        return { stored: true, head: head as DicomHead };
+      } finally {
+        upload.instances.delete(sop);
+        done();
       }
-      return { stored: true, head: head as DicomHead };
     } catch (error) {
       if (error instanceof Refusal) return { stored: false, head, code: error.code, reason: error.message };
       this.logger.warn(`STOW-RS: instance ${head.sopInstanceUid ?? '?'} not stored: ${(error as Error)?.message ?? error}`);
       return { stored: false, head, code: FailureReason.processingFailure, reason: 'the archive could not store it now' };
+    }
+  }
+
+  private async send(part: SpooledPart): Promise<void> {
+    try {
+      const content = 'data' in part.content ? part.content.data : createReadStream(part.content.file);
+      await this.imgsrv.storeInstance(content, part.size);
+    } catch (error) {
+      const status = (error as ImgsrvError).status;
+      if (status !== undefined && status < 500)
+        throw new Refusal(FailureReason.cannotUnderstand, 'the image server could not read it');
+      throw error;
     }
   }
 

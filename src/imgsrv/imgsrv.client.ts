@@ -254,10 +254,10 @@ export class ImgsrvClient {
   }
 
   /**
-   * Stores one DICOM file (POST /instances), streamed from `body`; the image server's answer
+   * Stores one DICOM file (POST /instances), streamed from `body` (or sent from memory); the image server's answer
    * (`ID`, `ParentStudy`, `Status`). No retry: the stream is read once.
    */
-  async storeInstance(body: Readable, length: number): Promise<{ ID: string; ParentStudy: string; Status: string }> {
+  async storeInstance(body: Readable | Buffer, length: number): Promise<{ ID: string; ParentStudy: string; Status: string }> {
     const path = '/instances';
     try {
       const response = await this.http.post(path, body, {

@@ -104,11 +104,6 @@ export class SharesRepository {
     return updatedRows(rows) === 1;
   }
 
-  async isRevoked(shareId: string): Promise<boolean> {
-    const [row] = await this.db.query(`SELECT revoked_at IS NOT NULL AS revoked FROM shares WHERE id = $1`, [shareId]);
-    return row?.revoked !== false;
-  }
-
   /** Revokes a share of the study (again: no change); false when the study has no such share. */
   async revoke(studyId: string, shareId: string): Promise<boolean> {
     const rows = await this.db.query(

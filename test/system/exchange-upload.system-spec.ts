@@ -237,6 +237,18 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(Buffer.from(await file.arrayBuffer())).toEqual(original);
   });
 
+  it('takes two parts of one instance in one body in turn: the second, with other content, is refused', async () => {
+    const written = await study(1);
+    const [original] = await filesOf(written);
+    const tampered = Buffer.from(original);
+    tampered[tampered.length - 1] ^= 0xff;
+    const res = await stow([{ data: original }, { data: tampered }], clinic.token1);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(refused(res.json)).toEqual([
+      { uid: written.sopInstanceUids[0], code: 0x0124, reason: 'it would replace an archived instance with other content' },
+    ]);
+  });
+
   it('refuses parts that are not DICOM, with the reason, and stores the others', async () => {
     const written = await study(1);
     const res = await stow(
