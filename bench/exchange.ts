@@ -230,6 +230,13 @@ async function main(): Promise<void> {
       });
       return result;
     };
+    // The same run's reference: a study's detail (one indexed read), as the machine answers it now.
+    const reference = await autocannon({
+      url: `${api.url}/api/studies/${study.id}`,
+      connections: Number(options.connections),
+      duration: Number(options.duration),
+      headers: { authorization: `Bearer ${token}` },
+    });
     const plainOpen = await openRun(undefined);
     const passcodeOpen = await openRun('bench-passcode');
 
@@ -266,6 +273,12 @@ async function main(): Promise<void> {
         `${fixed((4 * mb(totalBytes)) / concurrent.seconds)} MB/s of DICOM in all`,
         `${concurrent.value.every((bytes) => bytes === apiArchive.bytes) ? 'all whole' : 'INCOMPLETE'}`,
         `API RSS +${fixed(downloadGrowth)} MB`,
+      ],
+      [
+        `Reference: GET /api/studies/{id} (${options.connections} connections)`,
+        `p50 ${reference.latency.p50} ms, p99 ${reference.latency.p99} ms`,
+        `${fixed(reference.requests.average, 0)} req/s`,
+        `non-2xx ${reference.non2xx}`,
       ],
       [
         `Share open, no passcode (${options.connections} connections)`,

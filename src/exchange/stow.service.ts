@@ -45,8 +45,11 @@ interface Target {
 
 /** What the parts of one body share: each study's check, the instances being stored. */
 interface UploadState {
-  studyVerdicts: Map<string, Promise<void>>;
+  /** Per study: whether it is new to the image server with this upload (see checkStudy). */
+  studyVerdicts: Map<string, Promise<boolean>>;
   instances: Map<string, Promise<void>>;
+  /** The MD5 of each instance this body stored. */
+  stored: Map<string, string>;
 }
 
 /** A part as it arrives: in memory while it is small, else also in its temporary file. */
@@ -119,7 +122,7 @@ export class StowService {
     }
     const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
     const outcomes: Outcome[] = [];
-    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map() };
+    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map(), stored: new Map() };
     // Parts being checked and stored while the next ones arrive.
     const inFlight = new Set<Promise<void>>();
     let spool: Spool | null = null;
@@ -232,15 +235,19 @@ export class StowService {
       }
       const uid = head.studyInstanceUid!;
       if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid));
-      await upload.studyVerdicts.get(uid);
+      const newStudy = await upload.studyVerdicts.get(uid);
       // Two parts of one instance in one body are taken in turn: the second then meets the first as archived.
       const sop = head.sopInstanceUid!;
       while (upload.instances.has(sop)) await upload.instances.get(sop);
       let done!: () => void;
       upload.instances.set(sop, new Promise<void>((resolve) => (done = resolve)));
       try {
-        if (await this.alreadyArchived(sop, part.md5)) return { stored: true, head: head as DicomHead };
+        // An instance of a study new to the image server with this upload can only meet those this
+        // body stored: no need to ask the image server.
+        const archived = newStudy ? this.storedByThisBody(upload, sop, part.md5) : await this.alreadyArchived(sop, part.md5);
+        if (archived) return { stored: true, head: head as DicomHead };
         await this.send(part);
+        upload.stored.set(sop, part.md5);
         return { stored: true, head: head as DicomHead };
       } finally {
         upload.instances.delete(sop);
@@ -269,17 +276,32 @@ export class StowService {
    * The study may take this upload when the archive holds it only within the target (the clinic,
    * or for a regular user the unit), or not at all: then its placement is recorded first. A study
    * the image server already holds but the archive has not placed (being received from a device)
-   * is refused: its device decides where it goes.
+   * is refused: its device decides where it goes. True when this upload brings the study to the
+   * image server (its placement made here, the image server without it).
    */
-  private async checkStudy(user: AuthUser, target: Target, studyUid: string): Promise<void> {
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string): Promise<boolean> {
     const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
-    if (places.length > 0) return this.assertWithin(target, places);
+    if (places.length > 0) {
+      this.assertWithin(target, places);
+      return false;
+    }
     const claim = await this.placements.claim(studyUid, target, user.id);
     this.assertWithin(target, [claim.place]);
-    if (claim.made && (await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study')) {
+    if (!claim.made) return false;
+    if ((await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study')) {
       await this.placements.release(studyUid, target);
       throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
     }
+    return true;
+  }
+
+  /** `alreadyArchived` for a study this body brings to the image server: what this body stored. */
+  private storedByThisBody(upload: UploadState, sopInstanceUid: string, md5: string): boolean {
+    const stored = upload.stored.get(sopInstanceUid);
+    if (stored === undefined) return false;
+    if (stored !== md5)
+      throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
+    return true;
   }
 
   private assertWithin(target: Target, places: RecordPlace[]): void {
