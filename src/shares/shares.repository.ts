@@ -38,6 +38,11 @@ export interface ShareToOpen {
   report_status: string | null;
 }
 
+/** The columns of a share to open (ShareToOpen), over `shares sh`, `studies s` and `tenants t`. */
+const TO_OPEN = `sh.id, sh.tenant_id, sh.study_id, sh.passcode_hash, sh.expires_at, sh.max_uses, sh.uses, sh.revoked_at,
+  sh.created_by_user_id, t.is_active AS tenant_active, s.unit_id, s.study_instance_uid, s.patient_name,
+  s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status`;
+
 const LISTED = `sh.id, sh.tenant_id, sh.study_id, sh.expires_at, sh.max_uses, sh.uses, sh.last_used_at, sh.revoked_at,
   sh.note, sh.created_by_user_id, sh.created_at, sh.updated_at, (sh.passcode_hash IS NOT NULL) AS has_passcode,
   u.name AS creator_name`;
@@ -80,14 +85,29 @@ export class SharesRepository {
 
   async findToOpen(tokenHash: string): Promise<ShareToOpen | null> {
     const [row] = await this.db.query(
-      `SELECT sh.id, sh.tenant_id, sh.study_id, sh.passcode_hash, sh.expires_at, sh.max_uses, sh.uses, sh.revoked_at,
-              sh.created_by_user_id, t.is_active AS tenant_active, s.unit_id, s.study_instance_uid, s.patient_name,
-              s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status
+      `SELECT ${TO_OPEN}
          FROM shares sh JOIN studies s ON s.id = sh.study_id JOIN tenants t ON t.id = sh.tenant_id
         WHERE sh.token_hash = $1`,
       [tokenHash],
     );
     return row ?? null;
+  }
+
+  /**
+   * Counts one use of the share with this token when it stands and has no passcode, and answers it
+   * as `findToOpen` does (with this use counted); null otherwise (then `findToOpen` says why).
+   * One statement, for the common open.
+   */
+  async useWithoutPasscode(tokenHash: string): Promise<ShareToOpen | null> {
+    const result: [ShareToOpen[], number] = await this.db.query(
+      `UPDATE shares sh SET uses = sh.uses + 1, last_used_at = now()
+         FROM studies s, tenants t
+        WHERE sh.token_hash = $1 AND sh.passcode_hash IS NULL AND sh.uses < sh.max_uses AND sh.revoked_at IS NULL
+          AND sh.expires_at > now() AND s.id = sh.study_id AND t.id = sh.tenant_id AND t.is_active
+        RETURNING ${TO_OPEN}`,
+      [tokenHash],
+    );
+    return result[0][0] ?? null;
   }
 
   /**

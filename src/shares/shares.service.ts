@@ -114,19 +114,10 @@ export class SharesService {
   }
 
   async open(token: string, passcode: string | null | undefined, from: Requester): Promise<OpenedShareDto> {
-    const share = TOKEN_SHAPE.test(token) ? await this.shares.findToOpen(tokenHash(token)) : null;
-    if (!share) throw ShareErrors.notFound();
-    this.assertStanding(share);
-    if (share.passcode_hash) {
-      await this.assertNotLocked(share.id);
-      await this.checkPasscode(share.id, share.passcode_hash, passcode);
-    }
-    if (!(await this.shares.countUse(share.id))) {
-      // Revoked, expired or used up between the read and the count.
-      const again = await this.shares.findToOpen(tokenHash(token));
-      if (again) this.assertStanding(again);
-      throw ShareErrors.usedUp();
-    }
+    if (!TOKEN_SHAPE.test(token)) throw ShareErrors.notFound();
+    const hash = tokenHash(token);
+    // A standing share without a passcode opens in one statement; anything else is read first.
+    const share = (await this.shares.useWithoutPasscode(hash)) ?? (await this.openAfterChecks(hash, passcode));
     const secondsLeft = (new Date(share.expires_at).getTime() - Date.now()) / 1000;
     const viewerToken = await this.viewer.issueForShare(
       {
@@ -157,6 +148,24 @@ export class SharesService {
       },
       has_report: share.report_status === 'final',
     };
+  }
+
+  /** Why the share does not open (404, 410, 429, 401), or the share once its use is counted. */
+  private async openAfterChecks(hash: string, passcode: string | null | undefined): Promise<ShareToOpen> {
+    const share = await this.shares.findToOpen(hash);
+    if (!share) throw ShareErrors.notFound();
+    this.assertStanding(share);
+    if (share.passcode_hash) {
+      await this.assertNotLocked(share.id);
+      await this.checkPasscode(share.id, share.passcode_hash, passcode);
+    }
+    if (!(await this.shares.countUse(share.id))) {
+      // Revoked, expired or used up between the read and the count.
+      const again = await this.shares.findToOpen(hash);
+      if (again) this.assertStanding(again);
+      throw ShareErrors.usedUp();
+    }
+    return share;
   }
 
   private assertStanding(share: ShareToOpen): void {

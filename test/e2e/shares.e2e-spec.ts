@@ -220,6 +220,15 @@ describe('Share links', () => {
       expect([res.status, res.body]).toEqual([410, { message: 'This link has expired.' }]);
     });
 
+    it("answers 410 once the study's clinic is deactivated", async () => {
+      const closing = await createClinic(t.db, t.http);
+      const theirStudy = (await createImagedStudy(t.db, closing.tenant.id, closing.unit1.id)).study;
+      const share = (await create({}, closing.token1, theirStudy.id)).body;
+      await t.db.query(`UPDATE tenants SET is_active = false WHERE id = $1`, [closing.tenant.id]);
+      const res = await open(share.token);
+      expect([res.status, res.body]).toEqual([410, { message: 'This link has been revoked.' }]);
+    });
+
     it('asks for the passcode (401, not counted), refuses a wrong one (401) and opens with the right one', async () => {
       const share = await created({ passcode: 'sésamo-42' });
       for (const passcode of [undefined, null, '']) {
