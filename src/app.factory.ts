@@ -15,7 +15,13 @@ import { loggedUrl } from './common/http/logged-url';
 import { FastifyAdapterWithRawRoutes } from './common/http/raw-routes';
 import { frameworkErrors } from './common/http/framework-errors';
 import { requestIdOf } from './common/http/request-id';
-import { BODY_LIMIT_BYTES, clientErrorHandler, MAX_HEADER_BYTES, REQUEST_TIMEOUT_MS } from './common/http/request-limits';
+import {
+  BODY_LIMIT_BYTES,
+  clientErrorHandler,
+  MAX_HEADER_BYTES,
+  REQUEST_TIMEOUT_MS,
+  streamedBodyLimit,
+} from './common/http/request-limits';
 import { registerSecurity } from './common/http/security';
 import { ACCESS_COOKIE } from './auth/jwt.strategy';
 
@@ -47,6 +53,12 @@ function registerBodyParsers(fastify: FastifyInstance): void {
       done(error, value);
     });
   });
+  // STOW-RS: the body goes to its handler as the stream it is (read part by part, never whole).
+  fastify.addContentTypeParser('multipart/related', (request, payload, done) =>
+    streamedBodyLimit(request) !== undefined
+      ? done(null, payload)
+      : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
+  );
   // Orthanc's Lua HttpPost may send its JSON as a form; nothing else of the API takes forms (a
   // form is what another site's page can post without asking): 415 elsewhere.
   fastify.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) =>

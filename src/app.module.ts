@@ -8,12 +8,14 @@ import { FairShareModule } from './common/fair-share/fair-share.module';
 import { APP_CONFIG } from './config/config.module';
 import { AppConfig } from './config/environment';
 import { CoreModule } from './core.module';
+import { ExchangeModule } from './exchange/exchange.module';
 import { HealthModule } from './health/health.module';
 import { IngestionWorkerModule } from './ingestion/ingestion-worker.module';
 import { IngestionModule } from './ingestion/ingestion.module';
 import { OperationsModule, OperationsWorkerModule } from './operations/operations.module';
 import { PatientsModule } from './patients/patients.module';
 import { ReportsModule, ReportsWorkerModule } from './reports/reports.module';
+import { SharesModule } from './shares/shares.module';
 import { StudiesModule } from './studies/studies.module';
 import { TenantModule } from './tenant/tenant.module';
 import { ViewerModule } from './viewer/viewer.module';
@@ -43,6 +45,8 @@ import { ViewerModule } from './viewer/viewer.module';
     PatientsModule,
     ViewerModule,
     ReportsModule,
+    ExchangeModule,
+    SharesModule,
     IngestionModule,
     OperationsModule,
   ],

@@ -59,7 +59,9 @@
           wadoRoot: dicomWeb,
           qidoSupportsIncludeField: true,
           supportsReject: false,
-          dicomUploadEnabled: false,
+          // OHIF's upload (STOW-RS to /dicom-web/studies): nginx sends it to the API, which stores the
+          // instances in the signed-in user's unit (a tenant admin must name a unit: not from here).
+          dicomUploadEnabled: !withViewerToken,
           imageRendering: 'wadors',
           thumbnailRendering: 'wadors',
           enableStudyLazyLoad: true,

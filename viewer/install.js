@@ -6,8 +6,8 @@
  * The package is fetched with `npm pack` (the registry tarball alone: none of its ~2,000 build
  * dependencies are needed to serve a built site) and checked against the pinned integrity.
  * Idempotent: a matching viewer/dist is kept and only this project's files are refreshed:
- * app-config.js, the sign-in page (viewer/login, served at /login) and the report page
- * (viewer/reports, served at /reports).
+ * app-config.js and this project's own pages: the sign-in page (viewer/login, served at /login), the
+ * report page (viewer/reports, at /reports) and the share links' page (viewer/share, at /s/<token>).
  *
  *   node viewer/install.js            install or refresh
  *   node viewer/install.js --check    exit 1 unless the pinned version is installed
@@ -41,10 +41,10 @@ function copyConfig() {
   // worktree) shares that file with the others.
   fs.rmSync(path.join(target, 'app-config.js'), { force: true });
   fs.copyFileSync(path.join(here, 'app-config.js'), path.join(target, 'app-config.js'));
-  fs.rmSync(path.join(target, 'login'), { recursive: true, force: true });
-  fs.cpSync(path.join(here, 'login'), path.join(target, 'login'), { recursive: true });
-  fs.rmSync(path.join(target, 'reports'), { recursive: true, force: true });
-  fs.cpSync(path.join(here, 'reports'), path.join(target, 'reports'), { recursive: true });
+  for (const page of ['login', 'reports', 'share']) {
+    fs.rmSync(path.join(target, page), { recursive: true, force: true });
+    fs.cpSync(path.join(here, page), path.join(target, page), { recursive: true });
+  }
 }
 
 function install() {

@@ -223,6 +223,81 @@ export class ImgsrvClient {
     }
   }
 
+  /**
+   * The study as a ZIP of its DICOM files, streamed as Orthanc writes it (never buffered). `signal`
+   * aborts the upstream request (the client went away). No retry: bytes may already have gone out.
+   * The timeout is the socket's idle time, not the transfer's.
+   */
+  async studyArchive(imgsrvStudyId: string, signal: AbortSignal): Promise<Readable> {
+    const path = `/studies/${id(imgsrvStudyId)}/archive`;
+    // The answer must start within the usual timeout; once it has, the transfer takes what it takes.
+    const started = new AbortController();
+    const timer = setTimeout(() => started.abort(), this.http.defaults.timeout);
+    try {
+      const response = await this.http.get<Readable>(path, {
+        responseType: 'stream',
+        signal: AbortSignal.any([signal, started.signal]),
+        // The ZIP is already compressed: no gzip on top of it (HttpCompressionEnabled).
+        headers: { 'Accept-Encoding': 'identity' },
+        timeout: 0,
+      });
+      return response.data;
+    } catch (error) {
+      throw toImgsrvError(error, path);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The MD5 of an instance's stored file, or null when the image server does not hold the
+   * instance (an instance's id is derived from its patient, study, series and SOP UIDs).
+   */
+  async instanceFileMd5(imgsrvInstanceId: string): Promise<string | null> {
+    return this.orNull(() =>
+      this.get<string>(`/instances/${id(imgsrvInstanceId)}/attachments/dicom/md5`, { responseType: 'text' }),
+    );
+  }
+
+  /**
+   * The image server's resources carrying this DICOM UID (a SOPInstanceUID: instances; a
+   * StudyInstanceUID: studies, one per PatientID), as `/tools/lookup` answers: a read, sent as POST.
+   */
+  async lookup(uid: string): Promise<Array<{ ID: string; Type: string }>> {
+    const path = '/tools/lookup';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await this.http.post<Array<{ ID: string; Type: string }>>(path, uid, {
+          headers: { 'Content-Type': 'text/plain' },
+        });
+        return Array.isArray(response.data) ? response.data : [];
+      } catch (error) {
+        const failure = toImgsrvError(error, path);
+        if (!failure.transient || attempt >= this.retryPolicy.retries) throw failure;
+        await sleep(backoffDelay(this.retryPolicy, attempt));
+      }
+    }
+  }
+
+  /**
+   * Stores one DICOM file (POST /instances), streamed from `body` (or sent from memory); the image server's answer
+   * (`ID`, `ParentStudy`, `Status`). No retry: the stream is read once.
+   */
+  async storeInstance(body: Readable | Buffer, length: number): Promise<{ ID: string; ParentStudy: string; Status: string }> {
+    const path = '/instances';
+    try {
+      const response = await this.http.post(path, body, {
+        headers: { 'Content-Type': 'application/dicom', 'Content-Length': String(length) },
+        maxBodyLength: Infinity,
+        maxContentLength: 1024 * 1024,
+        timeout: 0,
+      });
+      return response.data;
+    } catch (error) {
+      throw toImgsrvError(error, path);
+    }
+  }
+
   private async get<T>(path: string, config: AxiosRequestConfig = {}): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {

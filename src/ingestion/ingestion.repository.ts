@@ -79,6 +79,19 @@ export class IngestionRepository {
     return { ...(await this.quarantinePlacement()), reason, registeredAddress: modality?.ip_address };
   }
 
+  /**
+   * The unit a user uploaded the study into through the API (STOW-RS), recorded before its first
+   * instance was stored; null when it was not uploaded that way.
+   */
+  async uploadPlacement(studyInstanceUid: string | undefined): Promise<Placement | null> {
+    if (!studyInstanceUid) return null;
+    const [row]: Array<{ tenant_id: string; unit_id: string }> = await this.db.query(
+      `SELECT tenant_id, unit_id FROM upload_placements WHERE study_instance_uid = $1`,
+      [studyInstanceUid],
+    );
+    return row ? { tenant_id: row.tenant_id, unit_id: row.unit_id, quarantined: false } : null;
+  }
+
   async quarantinePlacement(): Promise<Placement> {
     if (!this.quarantine) {
       const [row] = await this.db.query(

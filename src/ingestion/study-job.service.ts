@@ -19,8 +19,9 @@ export interface StudyJobResult {
 }
 
 /**
- * Fetches a study from the image server, places it (tenant and unit of the device that sent it,
- * known by its AE title and its address, or quarantine; a study that already has a clinic keeps it),
+ * Fetches a study from the image server, places it (the unit a user uploaded it into; else tenant
+ * and unit of the device that sent it, known by its AE title and its address, or quarantine; a
+ * study that already has a clinic keeps it),
  * upserts it and its patient, and queues the heavier indexing. Kept short so a study shows up in the
  * lists within seconds, whatever its size.
  */
@@ -46,9 +47,11 @@ export class StudyJobService {
     const origin = await this.originOf(study);
     const sender: Sender = { aet: normaliseAet(origin.remoteAet), ip: origin.remoteIp };
     const fields = mapStudy(study);
-    const placement = validUid(fields.study_instance_uid)
-      ? await this.repository.resolvePlacement(sender)
-      : { ...(await this.repository.quarantinePlacement()), reason: 'invalid_uid' as const };
+    // A study a user uploaded goes to the unit they chose; else the sending device decides.
+    const placement = !validUid(fields.study_instance_uid)
+      ? { ...(await this.repository.quarantinePlacement()), reason: 'invalid_uid' as const }
+      : ((await this.repository.uploadPlacement(fields.study_instance_uid)) ??
+        (await this.repository.resolvePlacement(sender)));
     const saved = await this.repository.saveStudy(fields, placement, sender);
     const quarantine = await this.repository.quarantinePlacement();
     const quarantined = saved.tenant_id === quarantine.tenant_id;

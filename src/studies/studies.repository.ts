@@ -67,7 +67,22 @@ const PATIENT_COLUMNS = [
   'updated_at',
 ];
 
-const columns = (alias: string, names: string[]) => names.map((name) => `${alias}.${name}`);
+const EXCHANGED_STUDY_COLUMNS = [
+  'id',
+  'tenant_id',
+  'unit_id',
+  'imgsrv_study_id',
+  'study_instance_uid',
+  'patient_name',
+  'study_date',
+  'study_description',
+  'modalities',
+  'report_status',
+] as const;
+
+export type StudyToExchange = Pick<Study, (typeof EXCHANGED_STUDY_COLUMNS)[number]>;
+
+const columns = (alias: string, names: readonly string[]) => names.map((name) => `${alias}.${name}`);
 
 /** The id and the columns of the studies list's order. */
 const STUDY_ORDER_COLUMNS = 's.id, s.study_date, s.created_at';
@@ -232,6 +247,14 @@ export class StudiesRepository {
       .andWhere('s.id = :id', { id })
       .select(['s.id', 's.tenant_id', 's.unit_id', 's.study_instance_uid', 's.patient_id'])
       .getOne();
+  }
+
+  /**
+   * What leaving the archive needs of a study in the scope (a download, a share link): its place,
+   * its id on the image server and the fields a recipient is shown; null when missing or outside.
+   */
+  findStudyToExchange(scope: DataScope, id: string): Promise<StudyToExchange | null> {
+    return this.scoped(scope).andWhere('s.id = :id', { id }).select(columns('s', EXCHANGED_STUDY_COLUMNS)).getOne();
   }
 
   async studyExists(scope: DataScope, id: string): Promise<boolean> {

@@ -2,4 +2,5 @@
 export { ViewerModule } from './viewer.module';
 export { ViewerService } from './viewer.service';
 export type { ViewerGrant } from './viewer.service';
+export type { SharedStudy } from './viewer.service';
 export type { ViewerTokenDto } from './dto/issue-viewer-token.dto';

@@ -40,6 +40,8 @@ export const INVALID_TOKEN: Verdict = {
 export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, result: 'forbidden', body: { error: 'Forbidden' } };
 
 export const viewerTokenKey = (token: string) => `viewer:${token}`;
+/** The viewer tokens a share gave, so that its revocation ends them all at once. */
+const shareTokensKey = (shareId: string) => `viewer-share:${shareId}`;
 
 // A token is re-read from Redis at most this often per process. Its expiry is exact regardless
 // (expires_at travels with it); a deactivated account is caught by AccountStatusService's own cache.
@@ -55,6 +57,17 @@ export interface ViewerGrant {
   study: { id: string; tenant_id: string; study_instance_uid: string; patient_id: string };
   /** When set, the token is a share's: it reads `study` only (decisions.md 3d). */
   shareId?: string | null;
+}
+
+/** The study a share link opens, and the share (see ViewerService.issueForShare). */
+export interface SharedStudy {
+  share_id: string;
+  /** Whoever created the share: the token is issued in their name and dies with their account or clinic. */
+  created_by: string | null;
+  tenant_id: string;
+  unit_id: string;
+  study_id: string;
+  study_instance_uid: string;
 }
 
 /** A caller the gate has recognised: who it is and what it may read. */
@@ -106,8 +119,7 @@ export class ViewerService {
    * Every viewer token is made here, a user's or a share's: the caller has checked that the grant is
    * due (the study in the user's scope, or an open share of it).
    */
-  async issueToken(grant: ViewerGrant): Promise<ViewerTokenDto> {
-    const ttl = this.config.VIEWER_TOKEN_TTL;
+  async issueToken(grant: ViewerGrant, ttl = this.config.VIEWER_TOKEN_TTL): Promise<ViewerTokenDto> {
     const token = randomUUID();
     const session: ViewerSession = {
       user_id: grant.userId,
@@ -117,11 +129,38 @@ export class ViewerService {
       share_id: grant.shareId ?? null,
       expires_at: Date.now() + ttl * 1000,
     };
-    await this.redis.set(viewerTokenKey(token), this.records.seal(token, session), 'EX', ttl);
+    const write = this.redis.multi().set(viewerTokenKey(token), this.records.seal(token, session), 'EX', ttl);
+    if (session.share_id) {
+      // The set outlives every token in it: each new token pushes its expiry out to the token's.
+      const key = shareTokensKey(session.share_id);
+      write.sadd(key, token).expire(key, ttl, 'GT').expire(key, ttl, 'NX');
+    }
+    await write.exec();
     // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
     // validation looks it up itself otherwise).
     await this.studyPlaces.placesOf([grant.study.study_instance_uid]).catch(() => undefined);
     return { token, expires_in: ttl };
+  }
+
+  /**
+   * A token for the one study a share link opens, for at most `maxTtl` seconds (the share's own
+   * expiry), recorded under the share so that `revokeShareTokens` ends it.
+   */
+  async issueForShare(shared: SharedStudy, maxTtl: number): Promise<ViewerTokenDto> {
+    const ttl = Math.max(1, Math.min(this.config.VIEWER_TOKEN_TTL, Math.floor(maxTtl)));
+    const study = {
+      id: shared.study_id,
+      tenant_id: shared.tenant_id,
+      study_instance_uid: shared.study_instance_uid,
+      patient_id: '',
+    };
+    return this.issueToken({ userId: shared.created_by ?? '', study, shareId: shared.share_id }, ttl);
+  }
+
+  /** Ends every viewer token the share gave, at once (a share's session is never cached in memory). */
+  async revokeShareTokens(shareId: string): Promise<void> {
+    const tokens = await this.redis.smembers(shareTokensKey(shareId));
+    await this.redis.del(shareTokensKey(shareId), ...tokens.map(viewerTokenKey));
   }
 
   /**
@@ -217,7 +256,10 @@ export class ViewerService {
 
   private async viewerTokenReader(token: string): Promise<Reader | null> {
     const session = await this.session(token);
-    return session && this.readerOf(token, session, await this.accounts.get(session.user_id));
+    if (!session) return null;
+    // A share whose creator's account is gone has no one to read for (user_id is then empty).
+    const account = isUUID(session.user_id) ? await this.accounts.get(session.user_id) : null;
+    return this.readerOf(token, session, account);
   }
 
   private readerOf(token: string, session: ViewerSession, account: AccountState | null): Reader | null {
@@ -258,7 +300,8 @@ export class ViewerService {
       const stored = await withTimeout(this.redis.get(viewerTokenKey(token)), REDIS_TIMEOUT_MS);
       session = stored ? this.records.open(token, stored) : undefined;
       if (!session) return null;
-      this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
+      // A share's token is read from Redis every time: its revocation deletes it there, at once.
+      if (session.share_id === null) this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
     }
     return session.expires_at > now ? session : null;
   }

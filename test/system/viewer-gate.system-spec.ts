@@ -275,6 +275,7 @@ describe('the viewer gate against the real image server', () => {
   let clinicA: Awaited<ReturnType<typeof createClinic>>;
   let viewerToken: string;
   let shareToken: string;
+  let shareViewerToken: string;
   const written = {} as Record<StudyName, WrittenStudy>;
   const patientOf = {} as Record<StudyName, string>;
   const apiAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -338,6 +339,11 @@ describe('the viewer gate against the real image server', () => {
         .get(ViewerService)
         .issueToken({ userId: clinicA.admin.id, study: a1, shareId: '5a1e0000-0000-4000-8000-0000000000a1' })
     ).token;
+    const share = await t.http.post(`/api/studies/${a1.id}/shares`, { token: clinicA.token1, body: { max_uses: 1 } });
+    expect(share.status).toBe(201);
+    const opened = await t.http.post('/api/shares/open', { body: { token: share.body.token } });
+    expect(opened.status).toBe(200);
+    shareViewerToken = opened.body.viewer_token;
   });
 
   afterAll(async () => {
@@ -357,7 +363,8 @@ describe('the viewer gate against the real image server', () => {
     }
     const uris = generateUris(seeded(SEED), STUDY_UIDS, seriesOf, sopOf);
     // User 1's viewer token for A1 reads unit 1 (A1) and the patient's prior in unit 2 (A3), not A2;
-    // the share's token reads A1 only; user 1's session, unit 1 only (A1).
+    // a share's token (issued directly, or through a share link opened as a recipient does) reads A1
+    // only; user 1's session, unit 1 only (A1).
     const callers: Array<{ name: string; headers: Record<string, string>; scope: Set<string> }> = [
       {
         name: "unit doctor's viewer token",
@@ -366,6 +373,7 @@ describe('the viewer gate against the real image server', () => {
       },
       { name: "share's viewer token", headers: { 'x-viewer-token': shareToken }, scope: new Set([STUDY_UIDS.A1]) },
       { name: 'session', headers: { authorization: `Bearer ${clinicA.token1}` }, scope: new Set([STUDY_UIDS.A1]) },
+      { name: 'share token', headers: { 'x-viewer-token': shareViewerToken }, scope: new Set([STUDY_UIDS.A1]) },
     ];
     // A patient id in an answer that carries no study UID stands for its patient's first study (A-1: A1).
     const foreignPatients = new Map<string, string>();

@@ -28,6 +28,8 @@ export const ErrorBodies = {
   /** A study's image or rendered frame the image server cannot give. */
   imageNotAvailable: { message: 'Image not available' },
   thumbnailNotReady: { message: 'Thumbnail not ready' },
+  /** A study's ZIP the image server cannot give. */
+  archiveNotAvailable: { message: 'Archive not available' },
   /** The image server's webhook (the Laravel-era contract's own wording). */
   webhookUnauthorized: { error: 'Unauthorized' },
   webhookIdMissing: { error: 'ID not provided' },
@@ -60,6 +62,7 @@ export const Errors = {
   serviceUnavailable: () => new ApiError(HttpStatus.SERVICE_UNAVAILABLE, ErrorBodies.serviceUnavailable),
   imageNotAvailable: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.imageNotAvailable),
   thumbnailNotReady: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.thumbnailNotReady),
+  archiveNotAvailable: () => new ApiError(HttpStatus.NOT_FOUND, ErrorBodies.archiveNotAvailable),
   webhookUnauthorized: () => new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.webhookUnauthorized),
   webhookIdMissing: () => new ApiError(HttpStatus.BAD_REQUEST, ErrorBodies.webhookIdMissing),
   doorRequestInvalid: () => new ApiError(HttpStatus.BAD_REQUEST, ErrorBodies.doorRequestInvalid),

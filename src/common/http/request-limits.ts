@@ -5,6 +5,15 @@ import { PassThrough, Readable } from 'stream';
 
 /** JSON body limit (decisions.md: 10 MiB; 413 past it). */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
+/** STOW-RS uploads (decisions.md 3d: 2 GiB), read as a stream by their handler, never whole. */
+export const UPLOAD_BODY_LIMIT_BYTES = 2 * 1024 * 1024 * 1024;
+/** Routes whose body reaches the handler as a stream (`METHOD /path`), with their limit. */
+export const STREAMED_BODY_ROUTES = new Map([['POST /api/dicom-web/studies', UPLOAD_BODY_LIMIT_BYTES]]);
+
+/** The streamed-body limit of the request's route, or undefined when its body is parsed. */
+export function streamedBodyLimit(request: { method: string; url: string }): number | undefined {
+  return STREAMED_BODY_ROUTES.get(`${request.method} ${request.url.split('?')[0]}`);
+}
 /**
  * An oversized body is read and thrown away up to this many bytes, so the client has sent it all
  * and can read the 413; past it the connection is closed (the client may then see a reset).
@@ -57,7 +66,7 @@ export function jsonDepth(value: unknown, limit = Infinity): number {
 
 export async function refuseDeepBodies(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const body = request.body;
-  if (body === null || typeof body !== 'object') return;
+  if (body === null || typeof body !== 'object' || body instanceof Readable) return;
   if (jsonDepth(body, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
     await reply
       .code(400)
@@ -97,10 +106,13 @@ function discard(stream: Readable, bound: number): Promise<boolean> {
 function limitedBody(payload: Readable, limit: number): Readable {
   const body = new PassThrough();
   let seen = 0;
+  // Back-pressure: a streamed body (STOW-RS) is read as fast as its handler takes it, not buffered.
+  body.on('drain', () => payload.resume());
   payload.on('data', (chunk: Buffer) => {
     seen += chunk.length;
-    if (seen <= limit) body.write(chunk);
-    else if (seen > OVERSIZED_BODY_DRAIN_BYTES) {
+    if (seen <= limit) {
+      if (!body.write(chunk)) payload.pause();
+    } else if (seen > OVERSIZED_BODY_DRAIN_BYTES) {
       payload.pause();
       body.destroy(payloadTooLarge());
     }
@@ -117,8 +129,14 @@ function limitedBody(payload: Readable, limit: number): Readable {
  * Here the body is read and thrown away first, up to OVERSIZED_BODY_DRAIN_BYTES.
  */
 export async function drainOversizedBodies(request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<Readable> {
-  const limit = request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES;
+  const streamedLimit = streamedBodyLimit(request);
+  const limit = streamedLimit ?? request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES;
   const declared = Number(request.headers['content-length']);
+  if (declared > limit && streamedLimit !== undefined) {
+    // Gigabytes are not worth reading to throw away: the answer comes at once, then the connection closes.
+    reply.header('connection', 'close');
+    throw payloadTooLarge();
+  }
   if (declared > limit) {
     if (!(await discard(payload, OVERSIZED_BODY_DRAIN_BYTES))) reply.header('connection', 'close');
     throw payloadTooLarge();

@@ -111,12 +111,16 @@ export function OptionalBoolean(field: string) {
   return applyDecorators(IfPresent(), IsBoolean({ message: `The ${fieldLabel(field)} field must be true or false.` }));
 }
 
-/** A finite JSON number within [min, max], with one message: "must be a number" or the range. */
-export function NumberInRange(field: string, min: number, max: number): PropertyDecorator {
+/**
+ * A finite JSON number within [min, max] (with `integer`, a whole one), with one message: "must be
+ * a number", the range, or "must be an integer".
+ */
+export function NumberInRange(field: string, min: number, max: number, options: { integer?: boolean } = {}): PropertyDecorator {
   const label = fieldLabel(field);
   const failure = (value: unknown): string | null => {
     if (typeof value !== 'number' || !Number.isFinite(value)) return `The ${label} field must be a number.`;
     if (value < min || value > max) return `The ${label} field must be between ${min} and ${max}.`;
+    if (options.integer && !Number.isInteger(value)) return `The ${label} field must be an integer.`;
     return null;
   };
   return (object: object, propertyName: string | symbol) =>

@@ -6,6 +6,7 @@ import { ReportPdf } from './report-pdf.entity';
 import { ReportPreset } from './report-preset.entity';
 import { ReportTemplate } from './report-template.entity';
 import { Series } from './series.entity';
+import { Share } from './share.entity';
 import { Study } from './study.entity';
 import { Tenant } from './tenant.entity';
 import { Thumbnail } from './thumbnail.entity';
@@ -21,6 +22,7 @@ export {
   ReportPreset,
   ReportTemplate,
   Series,
+  Share,
   Study,
   Tenant,
   Thumbnail,
@@ -44,4 +46,5 @@ export const ENTITIES = [
   Report,
   ReportPdf,
   ReportPreset,
+  Share,
 ];

@@ -260,7 +260,7 @@ export class FuzzWorld {
     const users = [this.a, this.b].flatMap((c) => [c.clinic.user1.id, c.clinic.user2.id, c.clinic.admin.id]);
     this.snapshot = {
       users: await this.t.db.query(
-        `SELECT id, tenant_id, unit_id, email, is_active, is_tenant_admin, crm, signature FROM users WHERE id = ANY($1)`,
+        `SELECT id, tenant_id, unit_id, email, password, is_active, is_tenant_admin, crm, signature FROM users WHERE id = ANY($1)`,
         [users],
       ),
       tenants: [this.a.clinic.tenant.id, this.b.clinic.tenant.id],
@@ -272,7 +272,8 @@ export class FuzzWorld {
 
   /**
    * Undoes what the fuzz's own successful writes did to the fixtures (a deactivated clinic, a user
-   * moved to another unit, a deleted template), so later requests still reach real rows.
+   * moved to another unit or given another email or password, a deleted template), so later
+   * requests still reach real rows and the fixtures' users can still sign in.
    */
   async restore(accounts: AccountStatusService): Promise<void> {
     const s = this.snapshot!;
@@ -280,8 +281,9 @@ export class FuzzWorld {
     await this.t.db.query(`UPDATE units SET is_active = true WHERE id = ANY($1)`, [s.units]);
     await this.t.db.query(
       `UPDATE users u SET tenant_id = o.tenant_id, unit_id = o.unit_id, is_active = o.is_active,
-              is_tenant_admin = o.is_tenant_admin
-         FROM jsonb_to_recordset($1::jsonb) AS o(id uuid, tenant_id uuid, unit_id uuid, is_active boolean, is_tenant_admin boolean)
+              is_tenant_admin = o.is_tenant_admin, email = o.email, password = o.password
+         FROM jsonb_to_recordset($1::jsonb)
+              AS o(id uuid, tenant_id uuid, unit_id uuid, is_active boolean, is_tenant_admin boolean, email text, password text)
         WHERE u.id = o.id`,
       [JSON.stringify(s.users)],
     );

@@ -1,0 +1,150 @@
+/** The identifiers of a DICOM file, read from its first bytes. */
+export interface DicomHead {
+  sopClassUid: string;
+  sopInstanceUid: string;
+  studyInstanceUid: string;
+  seriesInstanceUid: string;
+  patientId: string;
+}
+
+/** Why a file is refused before anything of it is stored. */
+export class NotDicomError extends Error {}
+
+const IMPLICIT_LE = '1.2.840.10008.1.2';
+const EXPLICIT_BE = '1.2.840.10008.1.2.2';
+const DEFLATED = '1.2.840.10008.1.2.1.99';
+/** Explicit VRs with a reserved word and a 32-bit length. */
+const LONG_VRS = new Set(['OB', 'OD', 'OF', 'OL', 'OV', 'OW', 'SQ', 'SV', 'UC', 'UN', 'UR', 'UT', 'UV']);
+const UNDEFINED = 0xffffffff;
+const ITEM = 0xfffee000;
+const ITEM_END = 0xfffee00d;
+const SEQUENCE_END = 0xfffee0dd;
+
+const WANTED: Record<number, keyof DicomHead> = {
+  0x00080016: 'sopClassUid',
+  0x00080018: 'sopInstanceUid',
+  0x00100020: 'patientId',
+  0x0020000d: 'studyInstanceUid',
+  0x0020000e: 'seriesInstanceUid',
+};
+const LAST_WANTED = 0x0020000e;
+
+class Truncated extends Error {}
+
+/** A cursor over a dataset in one transfer syntax. */
+class Reader {
+  constructor(
+    readonly data: Buffer,
+    public at: number,
+    readonly explicit: boolean,
+    readonly little: boolean,
+  ) {}
+
+  private need(bytes: number): void {
+    if (this.at + bytes > this.data.length) throw new Truncated();
+  }
+  u16(): number {
+    this.need(2);
+    const value = this.little ? this.data.readUInt16LE(this.at) : this.data.readUInt16BE(this.at);
+    this.at += 2;
+    return value;
+  }
+  u32(): number {
+    this.need(4);
+    const value = this.little ? this.data.readUInt32LE(this.at) : this.data.readUInt32BE(this.at);
+    this.at += 4;
+    return value;
+  }
+  tag(): number {
+    const group = this.u16();
+    return ((group << 16) | this.u16()) >>> 0;
+  }
+  text(length: number): string {
+    this.need(length);
+    const value = this.data.toString('latin1', this.at, this.at + length);
+    this.at += length;
+    return value.replace(/[\0\s]+$/, '').replace(/^\s+/, '');
+  }
+  skip(length: number): void {
+    this.need(length);
+    this.at += length;
+  }
+
+  /** An element's header: its tag, VR (explicit only) and length. Item tags have no VR. */
+  header(): { tag: number; vr: string | null; length: number } {
+    const tag = this.tag();
+    if (tag === ITEM || tag === ITEM_END || tag === SEQUENCE_END) return { tag, vr: null, length: this.u32() };
+    if (!this.explicit) return { tag, vr: null, length: this.u32() };
+    this.need(2);
+    const vr = this.data.toString('latin1', this.at, this.at + 2);
+    this.at += 2;
+    if (LONG_VRS.has(vr)) {
+      this.skip(2);
+      return { tag, vr, length: this.u32() };
+    }
+    return { tag, vr, length: this.u16() };
+  }
+
+  /** Skips an element's value; an undefined length is a sequence (or encapsulated data) read to its end. */
+  skipValue(length: number): void {
+    if (length !== UNDEFINED) return this.skip(length);
+    for (;;) {
+      const item = this.header();
+      if (item.tag === SEQUENCE_END) return;
+      if (item.tag !== ITEM) throw new NotDicomError('a malformed sequence');
+      if (item.length !== UNDEFINED) {
+        this.skip(item.length);
+        continue;
+      }
+      for (;;) {
+        const element = this.header();
+        if (element.tag === ITEM_END) break;
+        this.skipValue(element.length);
+      }
+    }
+  }
+}
+
+/**
+ * Reads a DICOM Part 10 file's identifiers from its first bytes: the "DICM" prefix, the file meta
+ * group (explicit VR little endian), then the dataset in its transfer syntax up to
+ * SeriesInstanceUID. `head` must hold at least that much (undefined-length sequences before it are
+ * walked through). Throws NotDicomError with the reason.
+ */
+export function readDicomHead(head: Buffer): DicomHead {
+  if (head.length < 132 || head.toString('latin1', 128, 132) !== 'DICM') {
+    throw new NotDicomError('not a DICOM file (no "DICM" prefix)');
+  }
+  try {
+    const meta = new Reader(head, 132, true, true);
+    let transferSyntax = '';
+    let sopClassUid = '';
+    let sopInstanceUid = '';
+    while (meta.at + 2 <= head.length && head.readUInt16LE(meta.at) === 0x0002) {
+      const { tag, length } = meta.header();
+      if (length === UNDEFINED) throw new NotDicomError('a malformed file meta group');
+      if (tag === 0x00020010) transferSyntax = meta.text(length);
+      else if (tag === 0x00020002) sopClassUid = meta.text(length);
+      else if (tag === 0x00020003) sopInstanceUid = meta.text(length);
+      else meta.skip(length);
+    }
+    if (!transferSyntax) throw new NotDicomError('no transfer syntax in the file meta group');
+    if (transferSyntax === DEFLATED) throw new NotDicomError('a deflated transfer syntax, which this archive does not accept');
+    const dataset = new Reader(head, meta.at, transferSyntax !== IMPLICIT_LE, transferSyntax !== EXPLICIT_BE);
+    const found: Partial<DicomHead> = { sopClassUid, sopInstanceUid, patientId: '' };
+    while (dataset.at < head.length) {
+      const { tag, length } = dataset.header();
+      if (tag > LAST_WANTED) break;
+      const field = WANTED[tag];
+      if (field && length !== UNDEFINED) found[field] = dataset.text(length);
+      else dataset.skipValue(length);
+    }
+    for (const field of ['sopClassUid', 'sopInstanceUid', 'studyInstanceUid', 'seriesInstanceUid'] as const) {
+      if (!found[field]) throw new NotDicomError(`no ${field.replace(/Uid$/, 'UID').replace(/^./, (c) => c.toUpperCase())}`);
+    }
+    return found as DicomHead;
+  } catch (error) {
+    if (error instanceof Truncated) throw new NotDicomError('the file ends before its identifiers');
+    throw error;
+  }
+}

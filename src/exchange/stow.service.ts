@@ -1,0 +1,380 @@
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
+import { createHash, Hash } from 'crypto';
+import { createReadStream, createWriteStream, promises as fs, WriteStream } from 'fs';
+import { tmpdir } from 'os';
+import { join } from 'path';
+import type { Readable } from 'stream';
+import { once } from 'events';
+import { AuditService } from '../audit';
+import type { AuthUser } from '../common/auth/auth-user';
+import type { RecordPlace } from '../common/auth/data-scope';
+import { ApiError, ErrorBodies, Errors } from '../common/errors/api-errors';
+import type { Requester } from '../common/http/requester';
+import { UnitsRepository } from '../clinics';
+import { ImgsrvClient, ImgsrvError } from '../imgsrv';
+import { StudiesRepository } from '../studies';
+import { DicomHead, NotDicomError, readDicomHead } from './dicom-head';
+import { multipartBoundary, MultipartError, readMultipart } from './multipart-related';
+import { UploadPlacementsRepository } from './upload-placements.repository';
+
+/** Bytes of each part kept in memory to read its identifiers (the rest only goes to disk). */
+const HEAD_BYTES = 1024 * 1024;
+/** Parts checked and stored at once while the body keeps arriving (memory: this many heads). */
+const PARALLEL_PARTS = 4;
+
+/** PS3.18 failure reasons of a refused instance (00081197). */
+const FailureReason = {
+  processingFailure: 0x0110,
+  notAuthorized: 0x0124,
+  cannotUnderstand: 0xc000,
+} as const;
+
+type DicomJson = Record<string, { vr: string; Value?: unknown[] }>;
+
+export interface StowAnswer {
+  '00081198'?: { vr: 'SQ'; Value: DicomJson[] };
+  '00081199'?: { vr: 'SQ'; Value: DicomJson[] };
+}
+
+/** The unit an upload goes to, and whether the uploader is held to that unit (a regular user). */
+interface Target {
+  tenant_id: string;
+  unit_id: string;
+  unitOnly: boolean;
+}
+
+/** What the parts of one body share: each study's check, the instances being stored. */
+interface UploadState {
+  /** Per study: whether it is new to the image server with this upload (see checkStudy). */
+  studyVerdicts: Map<string, Promise<boolean>>;
+  instances: Map<string, Promise<void>>;
+  /** The MD5 of each instance this body stored. */
+  stored: Map<string, string>;
+}
+
+/** A part as it arrives: in memory while it is small, else also in its temporary file. */
+interface Spool {
+  out?: WriteStream;
+  hash: Hash;
+  head: Buffer[];
+  headSize: number;
+  size: number;
+  file: string;
+  type?: string;
+}
+
+interface SpooledPart {
+  content: { data: Buffer } | { file: string };
+  type: string | undefined;
+  size: number;
+  md5: string;
+  head: Buffer;
+}
+
+type Outcome = { stored: true; head: DicomHead } | { stored: false; head: Partial<DicomHead>; code: number; reason: string };
+/** An outcome's place in the answer, kept in the order of the parts, until the part is done. */
+const PENDING = { stored: false, head: {}, code: 0, reason: '' } as Outcome;
+
+class Refusal extends Error {
+  constructor(
+    readonly code: number,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+const ui = (value: string | undefined): { vr: string; Value?: unknown[] } =>
+  value ? { vr: 'UI', Value: [value] } : { vr: 'UI' };
+
+/**
+ * STOW-RS into the archive (decisions.md 3d): a multipart/related body read as it arrives, each part
+ * spooled to a temporary file (never the whole body in memory), its identifiers read from its first
+ * bytes, checked, then stored in the image server with the service's account. Refused, with nothing
+ * of it stored: what is not DICOM, an instance of a study held by another clinic (for a regular
+ * user: another unit), one that would replace an archived instance with other content. The study's
+ * unit is recorded before its first instance is stored, so that ingestion places it there.
+ */
+@Injectable()
+export class StowService {
+  private readonly logger = new Logger(StowService.name);
+
+  constructor(
+    private readonly imgsrv: ImgsrvClient,
+    private readonly studies: StudiesRepository,
+    private readonly units: UnitsRepository,
+    private readonly placements: UploadPlacementsRepository,
+    private readonly audit: AuditService,
+  ) {}
+
+  async store(
+    user: AuthUser,
+    unitId: string | undefined,
+    contentType: string | undefined,
+    body: unknown,
+    from: Requester,
+  ): Promise<StowAnswer> {
+    const target = await this.targetOf(user, unitId);
+    const boundary = multipartBoundary(contentType);
+    const type = /;\s*type="?([^";]+)"?/i.exec(contentType ?? '')?.[1];
+    if (!boundary || !isReadable(body) || (type !== undefined && type.toLowerCase() !== 'application/dicom')) {
+      throw new ApiError(HttpStatus.UNSUPPORTED_MEDIA_TYPE, ErrorBodies.unsupportedMediaType);
+    }
+    const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
+    const outcomes: Outcome[] = [];
+    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map(), stored: new Map() };
+    // Parts being checked and stored while the next ones arrive.
+    const inFlight = new Set<Promise<void>>();
+    let spool: Spool | null = null;
+    try {
+      let count = 0;
+      await readMultipart(body, boundary, {
+        start: async (headers) => {
+          spool = {
+            hash: createHash('md5'),
+            head: [],
+            headSize: 0,
+            size: 0,
+            file: join(dir, `${count++}.dcm`),
+            type: headers['content-type'],
+          };
+        },
+        data: async (chunk) => {
+          const part = spool!;
+          part.hash.update(chunk);
+          part.size += chunk.length;
+          if (!part.out && part.headSize + chunk.length <= HEAD_BYTES) {
+            // Small parts (most instances) stay in memory: no file to write and read back.
+            part.head.push(Buffer.from(chunk));
+            part.headSize += chunk.length;
+            return;
+          }
+          if (!part.out) {
+            part.out = createWriteStream(part.file);
+            for (const kept of part.head) part.out.write(kept);
+          }
+          if (part.headSize < HEAD_BYTES) {
+            const kept = chunk.subarray(0, HEAD_BYTES - part.headSize);
+            part.head.push(Buffer.from(kept));
+            part.headSize += kept.length;
+          }
+          if (!part.out.write(chunk)) await once(part.out, 'drain');
+        },
+        end: async () => {
+          const part = spool!;
+          spool = null;
+          if (part.out) {
+            part.out.end();
+            await once(part.out, 'close');
+          }
+          const head = Buffer.concat(part.head);
+          const spooled: SpooledPart = {
+            content: part.out ? { file: part.file } : { data: head },
+            type: part.type,
+            size: part.size,
+            md5: part.hash.digest('hex'),
+            head,
+          };
+          const index = outcomes.push(PENDING) - 1;
+          const task: Promise<void> = this.storePart(user, target, spooled, upload)
+            .then((outcome) => {
+              outcomes[index] = outcome;
+            })
+            .then(() => (part.out ? fs.rm(part.file, { force: true }) : undefined))
+            .finally(() => inFlight.delete(task));
+          inFlight.add(task);
+          if (inFlight.size >= PARALLEL_PARTS) await Promise.race(inFlight);
+        },
+      });
+      await Promise.all(inFlight);
+    } catch (error) {
+      if (error instanceof MultipartError) {
+        throw new ApiError(HttpStatus.BAD_REQUEST, { message: `Malformed multipart body: ${error.message}.` });
+      }
+      if ((error as { statusCode?: number })?.statusCode === 413) {
+        throw new ApiError(HttpStatus.PAYLOAD_TOO_LARGE, ErrorBodies.payloadTooLarge);
+      }
+      if (error instanceof ApiError) throw error;
+      // The client went away, or its body broke off.
+      this.logger.warn(`STOW-RS body not read to its end: ${(error as Error)?.message ?? error}`);
+      throw new ApiError(HttpStatus.BAD_REQUEST, { message: 'The upload did not arrive whole.' });
+    } finally {
+      (spool as Spool | null)?.out?.destroy();
+      await Promise.allSettled([...inFlight]);
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+    await this.recordUploads(user, target, outcomes, from);
+    return answerOf(outcomes);
+  }
+
+  /** A regular user uploads into their unit; an admin names a unit of the clinic (`unit_id`), else 422. */
+  private async targetOf(user: AuthUser, unitId: string | undefined): Promise<Target> {
+    if (!user.is_super_admin && !user.is_tenant_admin) {
+      if (!user.tenant_id || !user.unit_id) throw Errors.fieldInvalid('unit_id', 'The caller has no unit to upload into.');
+      return { tenant_id: user.tenant_id, unit_id: user.unit_id, unitOnly: true };
+    }
+    if (!unitId) throw Errors.fieldInvalid('unit_id', 'The unit id field is required.');
+    const unit = await this.units.findById(unitId);
+    if (!unit || (!user.is_super_admin && unit.tenant_id !== user.tenant_id)) {
+      throw Errors.fieldInvalid('unit_id', 'The selected unit id is invalid.');
+    }
+    return { tenant_id: unit.tenant_id, unit_id: unit.id, unitOnly: false };
+  }
+
+  private async storePart(user: AuthUser, target: Target, part: SpooledPart, upload: UploadState): Promise<Outcome> {
+    let head: Partial<DicomHead> = {};
+    try {
+      if (part.type && !/^application\/dicom\s*(;|$)/i.test(part.type)) {
+        throw new Refusal(FailureReason.cannotUnderstand, `a part of type ${part.type.slice(0, 100)}, not application/dicom`);
+      }
+      try {
+        head = readDicomHead(part.head);
+      } catch (error) {
+        if (error instanceof NotDicomError) throw new Refusal(FailureReason.cannotUnderstand, error.message);
+        throw error;
+      }
+      const uid = head.studyInstanceUid!;
+      if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid));
+      const newStudy = await upload.studyVerdicts.get(uid);
+      // Two parts of one instance in one body are taken in turn: the second then meets the first as archived.
+      const sop = head.sopInstanceUid!;
+      while (upload.instances.has(sop)) await upload.instances.get(sop);
+      let done!: () => void;
+      upload.instances.set(sop, new Promise<void>((resolve) => (done = resolve)));
+      try {
+        // An instance of a study new to the image server with this upload can only meet those this
+        // body stored: no need to ask the image server.
+        const archived = newStudy ? this.storedByThisBody(upload, sop, part.md5) : await this.alreadyArchived(sop, part.md5);
+        if (archived) return { stored: true, head: head as DicomHead };
+        await this.send(part);
+        upload.stored.set(sop, part.md5);
+        return { stored: true, head: head as DicomHead };
+      } finally {
+        upload.instances.delete(sop);
+        done();
+      }
+    } catch (error) {
+      if (error instanceof Refusal) return { stored: false, head, code: error.code, reason: error.message };
+      this.logger.warn(`STOW-RS: instance ${head.sopInstanceUid ?? '?'} not stored: ${(error as Error)?.message ?? error}`);
+      return { stored: false, head, code: FailureReason.processingFailure, reason: 'the archive could not store it now' };
+    }
+  }
+
+  private async send(part: SpooledPart): Promise<void> {
+    try {
+      const content = 'data' in part.content ? part.content.data : createReadStream(part.content.file);
+      await this.imgsrv.storeInstance(content, part.size);
+    } catch (error) {
+      const status = (error as ImgsrvError).status;
+      if (status !== undefined && status < 500)
+        throw new Refusal(FailureReason.cannotUnderstand, 'the image server could not read it');
+      throw error;
+    }
+  }
+
+  /**
+   * The study may take this upload when the archive holds it only within the target (the clinic,
+   * or for a regular user the unit), or not at all: then its placement is recorded first. A study
+   * the image server already holds but the archive has not placed (being received from a device)
+   * is refused: its device decides where it goes. True when this upload brings the study to the
+   * image server (its placement made here, the image server without it).
+   */
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string): Promise<boolean> {
+    const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
+    if (places.length > 0) {
+      this.assertWithin(target, places);
+      return false;
+    }
+    const claim = await this.placements.claim(studyUid, target, user.id);
+    this.assertWithin(target, [claim.place]);
+    if (!claim.made) return false;
+    if ((await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study')) {
+      await this.placements.release(studyUid, target);
+      throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
+    }
+    return true;
+  }
+
+  /** `alreadyArchived` for a study this body brings to the image server: what this body stored. */
+  private storedByThisBody(upload: UploadState, sopInstanceUid: string, md5: string): boolean {
+    const stored = upload.stored.get(sopInstanceUid);
+    if (stored === undefined) return false;
+    if (stored !== md5)
+      throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
+    return true;
+  }
+
+  private assertWithin(target: Target, places: RecordPlace[]): void {
+    for (const place of places) {
+      if (place.tenant_id !== target.tenant_id)
+        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another clinic');
+      if (target.unitOnly && place.unit_id !== target.unit_id) {
+        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another unit');
+      }
+    }
+  }
+
+  /**
+   * True when the image server holds an instance with this SOPInstanceUID with the same content (the
+   * part is then already stored); a refusal when it holds one with other content.
+   */
+  private async alreadyArchived(sopInstanceUid: string, md5: string): Promise<boolean> {
+    const archived = (await this.imgsrv.lookup(sopInstanceUid)).filter((found) => found.Type === 'Instance');
+    if (archived.length === 0) return false;
+    for (const instance of archived) {
+      if ((await this.imgsrv.instanceFileMd5(instance.ID)) !== md5) {
+        throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
+      }
+    }
+    return true;
+  }
+
+  /** One `study.upload` entry per study that received instances. */
+  private async recordUploads(user: AuthUser, target: Target, outcomes: Outcome[], from: Requester): Promise<void> {
+    const studies = new Set(outcomes.filter((o) => o.stored).map((o) => o.head.studyInstanceUid!));
+    for (const uid of studies) {
+      this.audit.record({
+        action: 'study.upload',
+        userId: user.id,
+        tenantId: target.tenant_id,
+        studyId: await this.placements.studyIdOf(uid, target.tenant_id).catch(() => null),
+        ip: from.ip,
+        requestId: from.requestId,
+      });
+    }
+  }
+}
+
+function isReadable(body: unknown): body is Readable {
+  return (
+    !!body && typeof (body as Readable)[Symbol.asyncIterator] === 'function' && typeof (body as Readable).pipe === 'function'
+  );
+}
+
+/** The STOW-RS answer: 00081199 the stored instances, 00081198 the refused ones with their reason. */
+function answerOf(outcomes: Outcome[]): StowAnswer {
+  const stored: DicomJson[] = [];
+  const refused: DicomJson[] = [];
+  for (const outcome of outcomes) {
+    const { head } = outcome;
+    const item: DicomJson = { '00081150': ui(head.sopClassUid), '00081155': ui(head.sopInstanceUid) };
+    if (outcome.stored) {
+      item['00081190'] = {
+        vr: 'UR',
+        Value: [
+          `/dicom-web/studies/${head.studyInstanceUid}/series/${head.seriesInstanceUid}/instances/${head.sopInstanceUid}`,
+        ],
+      };
+      stored.push(item);
+    } else {
+      item['00081197'] = { vr: 'US', Value: [outcome.code] };
+      // Error Comment: why, in words.
+      item['00000902'] = { vr: 'LO', Value: [outcome.reason] };
+      refused.push(item);
+    }
+  }
+  return {
+    ...(refused.length ? { '00081198': { vr: 'SQ' as const, Value: refused } } : {}),
+    ...(stored.length ? { '00081199': { vr: 'SQ' as const, Value: stored } } : {}),
+  };
+}

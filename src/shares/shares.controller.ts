@@ -1,0 +1,47 @@
+import { Body, Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiGoneResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { OpenedShareDto, OpenShareDto } from './dto/share.dto';
+import { requesterOf } from '../common/http/requester';
+import { ShareLockedError, SharesService } from './shares.service';
+
+@ApiTags('shares')
+@Controller('shares')
+export class SharesController {
+  constructor(private readonly shares: SharesService) {}
+
+  @Post('open')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Opens a share link (public): a viewer token that reads its one study; each 200 is one use',
+  })
+  @ApiOkResponse({ type: OpenedShareDto })
+  @ApiNotFoundResponse({ description: 'Unknown token: `{message: "Share not found."}`' })
+  @ApiGoneResponse({ description: 'Expired, used up or revoked: `{message}`' })
+  @ApiUnauthorizedResponse({ description: 'Missing or wrong passcode: `{message}`' })
+  @ApiTooManyRequestsResponse({
+    description: '5 wrong passcodes in 15 minutes lock the share (even for the right one) until then; `Retry-After`',
+  })
+  @ApiUnprocessableEntityResponse({ description: 'token missing or not a string, passcode not a string' })
+  async open(
+    @Body() body: OpenShareDto,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<OpenedShareDto> {
+    try {
+      return await this.shares.open(body.token, body.passcode, requesterOf(request));
+    } catch (error) {
+      if (error instanceof ShareLockedError) reply.header('retry-after', String(error.retryAfterSeconds));
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,212 @@
+import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import { createHash, randomBytes } from 'crypto';
+import Redis from 'ioredis';
+import { AuditService } from '../audit';
+import type { AuthUser } from '../common/auth/auth-user';
+import { DataScope } from '../common/auth/data-scope';
+import { ApiError, Errors } from '../common/errors/api-errors';
+import type { Requester } from '../common/http/requester';
+import { REDIS } from '../common/redis/redis.module';
+import { StudiesRepository } from '../studies';
+import { ViewerService } from '../viewer';
+import { CreatedShareDto, CreateShareDto, OpenedShareDto, SHARE_DEFAULTS, ShareDto } from './dto/share.dto';
+import { hashPasscode, verifyPasscode } from './passcode';
+import { ShareRow, SharesRepository, ShareToOpen } from './shares.repository';
+
+/** Wrong passcodes that lock a share, and for how long (whatever address they came from). */
+export const SHARE_LOCK_TRIES = 5;
+export const SHARE_LOCK_SECONDS = 15 * 60;
+/** A token is 256 random bits as base64url: 43 characters. */
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+
+const failuresKey = (shareId: string) => `share-fails:${shareId}`;
+/**
+ * Set when a share is revoked, before its viewer tokens are deleted: an open that was issuing a
+ * token meanwhile sees it and takes its token back. Kept past any open that could still be running.
+ */
+const revokedKey = (shareId: string) => `share-revoked:${shareId}`;
+const REVOKED_FLAG_SECONDS = 3600;
+export const tokenHash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+export const ShareErrors = {
+  notFound: () => Errors.notFound('Share'),
+  revoked: () => new ApiError(HttpStatus.GONE, { message: 'This link has been revoked.' }),
+  expired: () => new ApiError(HttpStatus.GONE, { message: 'This link has expired.' }),
+  usedUp: () => new ApiError(HttpStatus.GONE, { message: 'This link has been used as many times as it allows.' }),
+  passcodeRequired: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'This link needs its passcode.' }),
+  wrongPasscode: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'Wrong passcode.' }),
+};
+
+/** 429 with the seconds until the share opens again, for Retry-After. */
+export class ShareLockedError extends ApiError {
+  constructor(readonly retryAfterSeconds: number) {
+    super(HttpStatus.TOO_MANY_REQUESTS, { message: 'Too many wrong passcodes: this link is locked for a while.' });
+  }
+}
+
+function toShareDto(row: ShareRow): ShareDto {
+  return {
+    id: row.id,
+    expires_at: new Date(row.expires_at).toISOString(),
+    max_uses: row.max_uses,
+    uses: row.uses,
+    has_passcode: row.has_passcode,
+    note: row.note,
+    last_used_at: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
+    revoked_at: row.revoked_at ? new Date(row.revoked_at).toISOString() : null,
+    created_by: row.created_by_user_id ? { id: row.created_by_user_id, name: row.creator_name ?? '' } : null,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
+
+/**
+ * Share links (decisions.md 3d): a study given to someone without an account, through a token that
+ * is shown once and kept only as its SHA-256, an optional passcode, a use count and an expiry. The
+ * viewer token an open gives reads that one study, and dies with the share.
+ */
+@Injectable()
+export class SharesService {
+  constructor(
+    private readonly shares: SharesRepository,
+    private readonly studies: StudiesRepository,
+    private readonly viewer: ViewerService,
+    private readonly audit: AuditService,
+    @Inject(REDIS) private readonly redis: Redis,
+  ) {}
+
+  async create(
+    user: AuthUser,
+    scope: DataScope,
+    studyId: string,
+    body: CreateShareDto,
+    from: Requester,
+  ): Promise<CreatedShareDto> {
+    const study = await this.studies.findStudyToExchange(scope, studyId);
+    if (!study) throw Errors.notFound('Study');
+    const token = randomBytes(32).toString('base64url');
+    const hours = body.expires_in_hours ?? SHARE_DEFAULTS.expires_in_hours;
+    const row = await this.shares.create({
+      tenant_id: study.tenant_id,
+      study_id: study.id,
+      token_hash: tokenHash(token),
+      passcode_hash: body.passcode ? await hashPasscode(body.passcode) : null,
+      expires_at: new Date(Date.now() + hours * 3600_000),
+      max_uses: body.max_uses ?? SHARE_DEFAULTS.max_uses,
+      note: body.note ?? null,
+      created_by_user_id: user.id,
+    });
+    this.record('share.create', row.id, study.id, user, from);
+    return { ...toShareDto(row), token, url: `/s/${token}` };
+  }
+
+  async list(scope: DataScope, studyId: string): Promise<ShareDto[]> {
+    if (!(await this.studies.studyExists(scope, studyId))) throw Errors.notFound('Study');
+    return (await this.shares.listForStudy(studyId)).map(toShareDto);
+  }
+
+  /** The link and every viewer token it gave stop at once. */
+  async revoke(user: AuthUser, scope: DataScope, studyId: string, shareId: string, from: Requester): Promise<void> {
+    if (!(await this.studies.studyExists(scope, studyId))) throw Errors.notFound('Study');
+    if (!(await this.shares.revoke(studyId, shareId))) throw ShareErrors.notFound();
+    await this.redis.set(revokedKey(shareId), '1', 'EX', REVOKED_FLAG_SECONDS);
+    await this.viewer.revokeShareTokens(shareId);
+    this.record('share.revoke', shareId, studyId, user, from);
+  }
+
+  async open(token: string, passcode: string | null | undefined, from: Requester): Promise<OpenedShareDto> {
+    if (!TOKEN_SHAPE.test(token)) throw ShareErrors.notFound();
+    const hash = tokenHash(token);
+    // A standing share without a passcode opens in one statement; anything else is read first.
+    const share = (await this.shares.useWithoutPasscode(hash)) ?? (await this.openAfterChecks(hash, passcode));
+    const secondsLeft = (new Date(share.expires_at).getTime() - Date.now()) / 1000;
+    const viewerToken = await this.viewer.issueForShare(
+      {
+        share_id: share.id,
+        created_by: share.created_by_user_id,
+        tenant_id: share.tenant_id,
+        unit_id: share.unit_id,
+        study_id: share.study_id,
+        study_instance_uid: share.study_instance_uid,
+      },
+      secondsLeft,
+    );
+    // A revocation that ran while the token was being issued may have missed it: look again.
+    if (await this.redis.exists(revokedKey(share.id))) {
+      await this.viewer.revokeShareTokens(share.id);
+      throw ShareErrors.revoked();
+    }
+    this.record('share.open', share.id, share.study_id, null, from);
+    return {
+      viewer_token: viewerToken.token,
+      expires_in: viewerToken.expires_in,
+      study: {
+        study_instance_uid: share.study_instance_uid,
+        patient_name: share.patient_name,
+        study_date: share.study_date,
+        study_description: share.study_description,
+        modalities: share.modalities ?? [],
+      },
+      has_report: share.report_status === 'final',
+    };
+  }
+
+  /** Why the share does not open (404, 410, 429, 401), or the share once its use is counted. */
+  private async openAfterChecks(hash: string, passcode: string | null | undefined): Promise<ShareToOpen> {
+    const share = await this.shares.findToOpen(hash);
+    if (!share) throw ShareErrors.notFound();
+    this.assertStanding(share);
+    if (share.passcode_hash) {
+      await this.assertNotLocked(share.id);
+      await this.checkPasscode(share.id, share.passcode_hash, passcode);
+    }
+    if (!(await this.shares.countUse(share.id))) {
+      // Revoked, expired or used up between the read and the count.
+      const again = await this.shares.findToOpen(hash);
+      if (again) this.assertStanding(again);
+      throw ShareErrors.usedUp();
+    }
+    return share;
+  }
+
+  private assertStanding(share: ShareToOpen): void {
+    if (share.revoked_at || !share.tenant_active) throw ShareErrors.revoked();
+    if (new Date(share.expires_at).getTime() <= Date.now()) throw ShareErrors.expired();
+    if (share.uses >= share.max_uses) throw ShareErrors.usedUp();
+  }
+
+  private async assertNotLocked(shareId: string): Promise<void> {
+    const [failures, ttl] = await this.redis
+      .multi()
+      .get(failuresKey(shareId))
+      .ttl(failuresKey(shareId))
+      .exec()
+      .then((results) => (results ?? []).map(([, value]) => value) as [string | null, number]);
+    if (Number(failures) >= SHARE_LOCK_TRIES) throw new ShareLockedError(Math.max(1, ttl));
+  }
+
+  /** A wrong passcode counts towards the lock; a missing one does not (the page asks for it first). */
+  private async checkPasscode(shareId: string, hash: string, passcode: string | null | undefined): Promise<void> {
+    if (!passcode) throw ShareErrors.passcodeRequired();
+    if (await verifyPasscode(passcode, hash)) return;
+    await this.redis.multi().incr(failuresKey(shareId)).expire(failuresKey(shareId), SHARE_LOCK_SECONDS, 'NX').exec();
+    throw ShareErrors.wrongPasscode();
+  }
+
+  private record(
+    action: 'share.create' | 'share.open' | 'share.revoke',
+    shareId: string,
+    studyId: string,
+    user: AuthUser | null,
+    from: Requester,
+  ): void {
+    this.audit.record({
+      action,
+      shareId,
+      studyId,
+      userId: user?.id ?? null,
+      tenantId: user?.tenant_id ?? null,
+      ip: from.ip,
+      requestId: from.requestId,
+    });
+  }
+}

@@ -1,0 +1,342 @@
+import { createHash } from 'crypto';
+import { AuditService } from '../../src/audit/audit.service';
+import { createTestApp, TestApp } from '../support/app';
+import { createImagedStudy, StudyRow } from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser } from '../support/factories';
+import { ISO } from '../support/expectations';
+
+jest.setTimeout(60_000);
+
+const VALIDATE = '/api/viewer/token/validate';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('Share links', () => {
+  let t: TestApp;
+  let clinic: Awaited<ReturnType<typeof createClinic>>;
+  let other: Awaited<ReturnType<typeof createClinic>>;
+  let superAdmin: Awaited<ReturnType<typeof createSuperAdminUser>>;
+  let study: StudyRow;
+  let sibling: StudyRow;
+  let unit2Study: StudyRow;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    clinic = await createClinic(t.db, t.http);
+    other = await createClinic(t.db, t.http);
+    superAdmin = await createSuperAdminUser(t.db, t.http);
+    study = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id)).study;
+    sibling = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id)).study;
+    unit2Study = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit2.id)).study;
+    await t.db.query(`UPDATE studies SET modalities = '{CT}', study_description = 'CHEST' WHERE id = $1`, [study.id]);
+  });
+  afterAll(() => t?.close());
+
+  const create = (body: Record<string, unknown> = {}, token = clinic.token1, studyId = study.id) =>
+    t.http.post(`/api/studies/${studyId}/shares`, { token, body });
+  const created = async (body: Record<string, unknown> = {}) => {
+    const res = await create(body);
+    if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const open = (token: unknown, passcode?: unknown, ip?: string) =>
+    t.http.post('/api/shares/open', { body: passcode === undefined ? { token } : { token, passcode }, ip });
+  const validate = (viewerToken: string, uid: string) =>
+    t.http.get(VALIDATE, { headers: { 'x-viewer-token': viewerToken, 'x-original-uri': `/dicom-web/studies/${uid}/series` } });
+  const auditRows = async (action: string, shareId: string) => {
+    await t.app.get(AuditService).flush();
+    return t.db.query(
+      `SELECT user_id, study_id, tenant_id, share_id, ip FROM access_logs WHERE action = $1 AND share_id = $2`,
+      [action, shareId],
+    );
+  };
+
+  describe('POST /api/studies/{id}/shares', () => {
+    it('answers 201 with the token once, its /s/ url and the defaults (a week, 20 uses); keeps only its SHA-256', async () => {
+      const before = Date.now();
+      const res = await create({ note: 'Dr. Souza, second opinion' });
+      expect(res.status).toBe(201);
+      expect(res.body).toEqual({
+        id: expect.stringMatching(UUID),
+        token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+        url: `/s/${res.body.token}`,
+        expires_at: expect.stringMatching(ISO),
+        max_uses: 20,
+        uses: 0,
+        has_passcode: false,
+        note: 'Dr. Souza, second opinion',
+        last_used_at: null,
+        revoked_at: null,
+        created_by: { id: clinic.user1.id, name: clinic.user1.name },
+        created_at: expect.stringMatching(ISO),
+      });
+      const expires = Date.parse(res.body.expires_at) - before;
+      expect(expires).toBeGreaterThan(168 * 3600_000 - 60_000);
+      expect(expires).toBeLessThan(168 * 3600_000 + 60_000);
+      const [row] = await t.db.query(`SELECT token_hash, passcode_hash FROM shares WHERE id = $1`, [res.body.id]);
+      expect(row.token_hash).toBe(createHash('sha256').update(res.body.token).digest('hex'));
+      expect(row.passcode_hash).toBeNull();
+      const [{ found }] = await t.db.query(
+        `SELECT count(*)::int AS found FROM shares WHERE row_to_json(shares)::text LIKE '%' || $1 || '%'`,
+        [res.body.token],
+      );
+      expect(found).toBe(0);
+      expect(await auditRows('share.create', res.body.id)).toEqual([
+        expect.objectContaining({ user_id: clinic.user1.id, study_id: study.id, tenant_id: clinic.tenant.id }),
+      ]);
+    });
+
+    it('takes expiry, uses and a passcode (kept as a scrypt hash, never as given)', async () => {
+      const res = await create({ expires_in_hours: 1, max_uses: 1, passcode: 'abc123' });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ max_uses: 1, has_passcode: true });
+      const [row] = await t.db.query(`SELECT passcode_hash FROM shares WHERE id = $1`, [res.body.id]);
+      expect(row.passcode_hash).toMatch(/^scrypt\$/);
+      expect(row.passcode_hash).not.toContain('abc123');
+    });
+
+    it.each([
+      [{ expires_in_hours: 0 }, 'expires_in_hours', 'The expires in hours field must be between 1 and 720.'],
+      [{ expires_in_hours: 721 }, 'expires_in_hours', 'The expires in hours field must be between 1 and 720.'],
+      [{ expires_in_hours: 1.5 }, 'expires_in_hours', 'The expires in hours field must be an integer.'],
+      [{ expires_in_hours: '24' }, 'expires_in_hours', 'The expires in hours field must be a number.'],
+      [{ max_uses: 0 }, 'max_uses', 'The max uses field must be between 1 and 1000.'],
+      [{ max_uses: 1001 }, 'max_uses', 'The max uses field must be between 1 and 1000.'],
+      [{ passcode: '12345' }, 'passcode', 'The passcode field must be at least 6 characters.'],
+      [{ passcode: 'x'.repeat(65) }, 'passcode', 'The passcode field must not be greater than 64 characters.'],
+      [{ passcode: 123456 }, 'passcode', 'The passcode field must be a string.'],
+      [{ note: 'n'.repeat(256) }, 'note', 'The note field must not be greater than 255 characters.'],
+    ])('answers 422 for %j', async (body, field, message) => {
+      const res = await create(body);
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message, errors: { [field]: [message] } });
+    });
+
+    it.each([
+      ['a user of another unit', () => clinic.token2],
+      ['another clinic', () => other.adminToken],
+    ])('answers 404 {message: "Study not found."} to %s', async (_, token) => {
+      const res = await create({}, token());
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Study not found.' });
+    });
+
+    it('answers 404 for an unknown or malformed study id and 401 without a session', async () => {
+      for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+        const res = await create({}, clinic.token1, id);
+        expect([res.status, res.body]).toEqual([404, { message: 'Study not found.' }]);
+      }
+      const res = await t.http.post(`/api/studies/${study.id}/shares`, { body: {} });
+      expect([res.status, res.body]).toEqual([401, { message: 'Unauthenticated.' }]);
+    });
+
+    it('lets the tenant admin and the super admin share a study of the clinic', async () => {
+      expect((await create({}, clinic.adminToken, unit2Study.id)).status).toBe(201);
+      expect((await create({}, superAdmin.token, unit2Study.id)).status).toBe(201);
+    });
+  });
+
+  describe('GET /api/studies/{id}/shares', () => {
+    it("lists the study's shares without tokens, with uses and last use", async () => {
+      const share = await created({ max_uses: 3 });
+      expect((await open(share.token)).status).toBe(200);
+      const res = await t.http.get(`/api/studies/${study.id}/shares`, { token: clinic.adminToken });
+      expect(res.status).toBe(200);
+      const listed = res.body.find((s: { id: string }) => s.id === share.id);
+      expect(listed).toEqual({ ...share, token: undefined, url: undefined, uses: 1, last_used_at: expect.stringMatching(ISO) });
+      expect(Object.keys(listed)).not.toContain('token');
+      expect(JSON.stringify(res.body)).not.toContain(share.token);
+    });
+
+    it('answers 404 outside the scope', async () => {
+      for (const token of [clinic.token2, other.adminToken]) {
+        const res = await t.http.get(`/api/studies/${study.id}/shares`, { token });
+        expect([res.status, res.body]).toEqual([404, { message: 'Study not found.' }]);
+      }
+    });
+  });
+
+  describe('POST /api/shares/open', () => {
+    it('answers 200 with a viewer token, the study and has_report; counts the use and logs the open with the address', async () => {
+      const share = await created();
+      const res = await open(share.token, undefined, '203.0.113.9');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        viewer_token: expect.stringMatching(UUID),
+        expires_in: 600,
+        study: {
+          study_instance_uid: study.study_instance_uid,
+          patient_name: study.patient_name,
+          study_date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+          study_description: 'CHEST',
+          modalities: ['CT'],
+        },
+        has_report: false,
+      });
+      const [row] = await t.db.query(`SELECT uses, last_used_at FROM shares WHERE id = $1`, [share.id]);
+      expect(row.uses).toBe(1);
+      expect(row.last_used_at).not.toBeNull();
+      expect(await auditRows('share.open', share.id)).toEqual([
+        { user_id: null, study_id: study.id, tenant_id: clinic.tenant.id, share_id: share.id, ip: '203.0.113.9' },
+      ]);
+    });
+
+    it('says has_report when the study has a final report', async () => {
+      await t.db.query(`UPDATE studies SET report_status = 'final' WHERE id = $1`, [sibling.id]);
+      const share = (await create({}, clinic.token1, sibling.id)).body;
+      expect((await open(share.token)).body.has_report).toBe(true);
+    });
+
+    it('answers 404 {message: "Share not found."} to an unknown or malformed token, 422 without one', async () => {
+      for (const token of ['A'.repeat(43), 'short', 'x'.repeat(128), "'; DROP TABLE shares; --"]) {
+        const res = await open(token);
+        expect([res.status, res.body]).toEqual([404, { message: 'Share not found.' }]);
+      }
+      const missing = await t.http.post('/api/shares/open', { body: {} });
+      expect(missing.status).toBe(422);
+      expect(missing.body).toEqual({
+        message: 'The token field is required.',
+        errors: { token: ['The token field is required.'] },
+      });
+      const notString = await open(42);
+      expect(notString.status).toBe(422);
+      expect(notString.body.errors).toEqual({ token: ['The token field must be a string.'] });
+    });
+
+    it('answers 410 once used up, counting each 200 once even when opened concurrently', async () => {
+      const share = await created({ max_uses: 3 });
+      const results = await Promise.all(Array.from({ length: 10 }, () => open(share.token)));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(3);
+      for (const r of results.filter((r) => r.status !== 200)) {
+        expect([r.status, r.body]).toEqual([410, { message: 'This link has been used as many times as it allows.' }]);
+      }
+      const [row] = await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.id]);
+      expect(row.uses).toBe(3);
+    });
+
+    it('answers 410 once expired', async () => {
+      const share = await created();
+      await t.db.query(`UPDATE shares SET expires_at = now() - interval '1 second' WHERE id = $1`, [share.id]);
+      const res = await open(share.token);
+      expect([res.status, res.body]).toEqual([410, { message: 'This link has expired.' }]);
+    });
+
+    it("answers 410 once the study's clinic is deactivated", async () => {
+      const closing = await createClinic(t.db, t.http);
+      const theirStudy = (await createImagedStudy(t.db, closing.tenant.id, closing.unit1.id)).study;
+      const share = (await create({}, closing.token1, theirStudy.id)).body;
+      await t.db.query(`UPDATE tenants SET is_active = false WHERE id = $1`, [closing.tenant.id]);
+      const res = await open(share.token);
+      expect([res.status, res.body]).toEqual([410, { message: 'This link has been revoked.' }]);
+    });
+
+    it('asks for the passcode (401, not counted), refuses a wrong one (401) and opens with the right one', async () => {
+      const share = await created({ passcode: 'sésamo-42' });
+      for (const passcode of [undefined, null, '']) {
+        const res = await open(share.token, passcode);
+        expect([res.status, res.body]).toEqual([401, { message: 'This link needs its passcode.' }]);
+      }
+      const wrong = await open(share.token, 'sesamo-42');
+      expect([wrong.status, wrong.body]).toEqual([401, { message: 'Wrong passcode.' }]);
+      expect((await open(share.token, 'sésamo-42')).status).toBe(200);
+      const [row] = await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.id]);
+      expect(row.uses).toBe(1);
+    });
+
+    it('locks the share after 5 wrong passcodes from any addresses: 429 with Retry-After even for the right one; other shares still open', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      const neighbour = await created({ passcode: 'right-passcode' });
+      for (let n = 0; n < 5; n++) {
+        const res = await open(share.token, `wrong-${n}`, `198.51.100.${n + 1}`);
+        expect(res.status).toBe(401);
+      }
+      const locked = await open(share.token, 'right-passcode', '192.0.2.77');
+      expect(locked.status).toBe(429);
+      expect(locked.body).toEqual({ message: 'Too many wrong passcodes: this link is locked for a while.' });
+      const retryAfter = Number(locked.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThan(14 * 60);
+      expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+      expect((await open(neighbour.token, 'right-passcode')).status).toBe(200);
+      // Once the 15 minutes are over, the right passcode opens it.
+      await t.redis.del(`share-fails:${share.id}`);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+    });
+  });
+
+  describe('the viewer token a share gives', () => {
+    it('reads its study only: another study of the same unit, a list of UIDs with another, a search: 403', async () => {
+      const share = await created();
+      const { viewer_token } = (await open(share.token)).body;
+      expect((await validate(viewer_token, study.study_instance_uid)).status).toBe(200);
+      for (const uid of [sibling.study_instance_uid, unit2Study.study_instance_uid]) {
+        const res = await validate(viewer_token, uid);
+        expect([res.status, res.body]).toEqual([403, { error: 'Forbidden' }]);
+      }
+      const both = await t.http.get(VALIDATE, {
+        headers: {
+          'x-viewer-token': viewer_token,
+          'x-original-uri': `/dicom-web/studies?StudyInstanceUID=${study.study_instance_uid},${sibling.study_instance_uid}`,
+        },
+      });
+      expect(both.status).toBe(403);
+      const search = await t.http.get(VALIDATE, {
+        headers: { 'x-viewer-token': viewer_token, 'x-original-uri': '/dicom-web/studies?PatientName=*' },
+      });
+      expect(search.status).toBe(403);
+      const own = await t.http.get(VALIDATE, {
+        headers: {
+          'x-viewer-token': viewer_token,
+          'x-original-uri': `/dicom-web/studies?0020000D=${study.study_instance_uid}`,
+        },
+      });
+      expect(own.status).toBe(200);
+    });
+
+    it('cannot get a token for other studies (it is no session)', async () => {
+      const share = await created();
+      const { viewer_token } = (await open(share.token)).body;
+      const res = await t.http.post('/api/viewer/token', { token: viewer_token, body: { study_id: sibling.id } });
+      expect([res.status, res.body]).toEqual([401, { message: 'Unauthenticated.' }]);
+    });
+  });
+
+  describe('DELETE /api/studies/{id}/shares/{shareId}', () => {
+    it('answers 204; the link answers 410 and every viewer token it gave stops at once', async () => {
+      const share = await created();
+      const first = (await open(share.token)).body.viewer_token;
+      const second = (await open(share.token)).body.viewer_token;
+      for (const token of [first, second]) expect((await validate(token, study.study_instance_uid)).status).toBe(200);
+      const res = await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`, { token: clinic.adminToken });
+      expect(res.status).toBe(204);
+      for (const token of [first, second]) {
+        const after = await validate(token, study.study_instance_uid);
+        expect([after.status, after.body]).toEqual([401, { error: 'Invalid or expired token' }]);
+      }
+      const again = await open(share.token);
+      expect([again.status, again.body]).toEqual([410, { message: 'This link has been revoked.' }]);
+      const listed = (await t.http.get(`/api/studies/${study.id}/shares`, { token: clinic.token1 })).body;
+      expect(listed.find((s: { id: string }) => s.id === share.id).revoked_at).toMatch(ISO);
+      expect(await auditRows('share.revoke', share.id)).toEqual([
+        expect.objectContaining({ user_id: clinic.admin.id, study_id: study.id, share_id: share.id }),
+      ]);
+      // Revoking again changes nothing.
+      expect((await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`, { token: clinic.token1 })).status).toBe(204);
+    });
+
+    it('answers 404 outside the scope, for a share of another study and for an unknown share', async () => {
+      const share = await created();
+      for (const token of [clinic.token2, other.adminToken]) {
+        const res = await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`, { token });
+        expect([res.status, res.body]).toEqual([404, { message: 'Study not found.' }]);
+      }
+      for (const [studyId, shareId] of [
+        [sibling.id, share.id],
+        [study.id, '00000000-0000-4000-8000-000000000000'],
+        [study.id, 'nope'],
+      ]) {
+        const res = await t.http.delete(`/api/studies/${studyId}/shares/${shareId}`, { token: clinic.token1 });
+        expect([res.status, res.body]).toEqual([404, { message: 'Share not found.' }]);
+      }
+      expect((await open(share.token)).status).toBe(200);
+    });
+  });
+});

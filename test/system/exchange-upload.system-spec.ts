@@ -1,0 +1,339 @@
+/**
+ * STOW-RS (POST /api/dicom-web/studies) against the real Orthanc, with the worker indexing what
+ * arrives: the study lands in the uploader's unit (not quarantine) and stays there when a device
+ * sends it later; what is refused leaves nothing in the image server; the shipped nginx sends the
+ * viewer's upload to the API.
+ */
+import { TestingModule } from '@nestjs/testing';
+import { randomBytes } from 'crypto';
+import { promises as fs } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { AuditService } from '../../src/audit/audit.service';
+import { TestApp } from '../support/app';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
+import { createClinic } from '../support/factories';
+import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
+import { basicAuth, OrthancInstance, waitFor } from '../../scripts/stack/orthanc';
+import { startOrthancAndApi, startWorkerModule } from '../support/stack';
+
+jest.setTimeout(180_000);
+
+type StowItem = Record<string, { vr: string; Value?: unknown[] }>;
+
+function multipart(parts: Array<{ data: Buffer; type?: string }>, boundary = `b-${randomBytes(8).toString('hex')}`) {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Type: ${part.type ?? 'application/dicom'}\r\n\r\n`),
+      part.data,
+      Buffer.from('\r\n'),
+    );
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/related; type="application/dicom"; boundary=${boundary}` };
+}
+
+describe('STOW-RS upload through the real Orthanc', () => {
+  let workDir: string;
+  let orthanc: OrthancInstance;
+  let t: TestApp;
+  let apiUrl: string;
+  let worker: TestingModule;
+  let nginx: NginxInstance;
+  let clinic: Awaited<ReturnType<typeof createClinic>>;
+  let other: Awaited<ReturnType<typeof createClinic>>;
+  let n = 0;
+
+  beforeAll(async () => {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pacs-stow-'));
+    ({ t, orthanc, apiUrl } = await startOrthancAndApi({
+      stableAge: 1,
+      env: { RECONCILE_INTERVAL: '0', QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}:stow` },
+    }));
+    worker = await startWorkerModule(t.config);
+    nginx = await startNginx({
+      apiPort: Number(new URL(apiUrl).port),
+      orthancPort: orthanc.httpPort,
+      orthancUser: orthanc.username,
+      orthancPassword: orthanc.password,
+    });
+    clinic = await createClinic(t.db, t.http);
+    other = await createClinic(t.db, t.http);
+  });
+
+  afterAll(async () => {
+    await nginx?.stop();
+    await worker?.close();
+    await t?.close();
+    await orthanc?.destroy();
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+  });
+
+  const study = async (instances = 2, studyInstanceUid?: string, patientId?: string): Promise<WrittenStudy> =>
+    writeStudy(path.join(workDir, `s${n++}`), {
+      patientId: patientId ?? `UP-${n}`,
+      patientName: `UPLOAD^${n}`,
+      studyInstanceUid,
+      studyDate: '20240301',
+      series: [{ modality: 'MR', seriesNumber: 1, instances, rows: 16, columns: 16 }],
+    });
+  const filesOf = (written: WrittenStudy) => Promise.all(written.files.map((file) => fs.readFile(file)));
+
+  const stow = async (
+    parts: Array<{ data: Buffer; type?: string }>,
+    token: string,
+    options: { query?: string; base?: string; contentType?: string; raw?: Buffer } = {},
+  ) => {
+    const { body, contentType } = multipart(parts);
+    const response = await fetch(`${options.base ?? `${apiUrl}/api`}/dicom-web/studies${options.query ?? ''}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': options.contentType ?? contentType },
+      body: new Uint8Array(options.raw ?? body),
+    });
+    const text = await response.text();
+    let json: Record<string, { Value?: StowItem[] }> = {};
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, type: response.headers.get('content-type'), json };
+  };
+  const storedUids = (json: Record<string, { Value?: StowItem[] }>) =>
+    (json['00081199']?.Value ?? []).map((item) => item['00081155'].Value?.[0]);
+  const refused = (json: Record<string, { Value?: StowItem[] }>) =>
+    (json['00081198']?.Value ?? []).map((item) => ({
+      uid: item['00081155'].Value?.[0],
+      code: item['00081197'].Value?.[0],
+      reason: item['00000902'].Value?.[0],
+    }));
+  const orthancHas = async (sopUid: string) => {
+    const response = await fetch(`${orthanc.url}/tools/lookup`, {
+      method: 'POST',
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+      body: sopUid,
+    });
+    return ((await response.json()) as unknown[]).length > 0;
+  };
+  const placeOf = (uid: string) =>
+    waitFor(`study ${uid} indexed`, async () => {
+      const [row] = await t.db.query(`SELECT id, tenant_id, unit_id FROM studies WHERE study_instance_uid = $1`, [uid]);
+      return row;
+    });
+
+  it("stores a regular user's study and places it in their unit; a device sending to it later does not move it", async () => {
+    const written = await study(3, undefined, 'UP-DEVICE');
+    const res = await stow(
+      (await filesOf(written)).map((data) => ({ data })),
+      clinic.token1,
+    );
+    expect(res.status).toBe(200);
+    expect(res.type).toMatch(/^application\/dicom\+json\b/);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(res.json['00081198']).toBeUndefined();
+    const stored = (res.json['00081199']!.Value as StowItem[])[0];
+    expect(stored['00081150'].Value).toEqual(['1.2.840.10008.5.1.4.1.1.4']);
+    expect(stored['00081190'].Value).toEqual([
+      `/dicom-web/studies/${written.studyInstanceUid}/series/${written.seriesUids[0]}/instances/${written.sopInstanceUids[0]}`,
+    ]);
+    const place = await placeOf(written.studyInstanceUid);
+    expect(place).toMatchObject({ tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+    const list = await t.http.get('/api/studies', { token: clinic.token1 });
+    expect(list.body.data.map((s: { id: string }) => s.id)).toContain(place.id);
+
+    const fromDevice = await study(1, written.studyInstanceUid, 'UP-DEVICE');
+    await sendWithStorescu(fromDevice.files, { aet: 'STRANGER', port: orthanc.dicomPort });
+    expect(await orthancHas(fromDevice.sopInstanceUids[0])).toBe(true);
+    // Indexed again, with the device as its latest sender.
+    await waitFor('the device instance indexed', async () => {
+      const rows = await t.db.query(`SELECT 1 FROM instances WHERE sop_instance_uid = $1`, [fromDevice.sopInstanceUids[0]]);
+      return rows.length > 0;
+    });
+    const [after] = await t.db.query(`SELECT tenant_id, unit_id FROM studies WHERE study_instance_uid = $1`, [
+      written.studyInstanceUid,
+    ]);
+    expect(after).toEqual({ tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+
+    await t.app.get(AuditService).flush();
+    const logged = await t.db.query(
+      `SELECT user_id, tenant_id FROM access_logs WHERE action = 'study.upload' AND user_id = $1`,
+      [clinic.user1.id],
+    );
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged[0].tenant_id).toBe(clinic.tenant.id);
+  });
+
+  it("places a tenant admin's upload in the unit named by unit_id", async () => {
+    const written = await study(1);
+    const res = await stow([{ data: (await filesOf(written))[0] }], clinic.adminToken, {
+      query: `?unit_id=${clinic.unit2.id}`,
+    });
+    expect(res.status).toBe(200);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(await placeOf(written.studyInstanceUid)).toMatchObject({ tenant_id: clinic.tenant.id, unit_id: clinic.unit2.id });
+  });
+
+  it.each([
+    ['no unit_id', '', 'The unit id field is required.'],
+    ['a unit of another clinic', () => `?unit_id=${other.unit1.id}`, 'The selected unit id is invalid.'],
+    ['an unknown unit', '?unit_id=00000000-0000-4000-8000-000000000000', 'The selected unit id is invalid.'],
+    ['a unit_id that is not a uuid', '?unit_id=nope', 'The unit id field must be a valid UUID.'],
+  ])('answers 422 errors.unit_id to a tenant admin with %s', async (_, query, message) => {
+    const written = await study(1);
+    const res = await stow([{ data: (await filesOf(written))[0] }], clinic.adminToken, {
+      query: typeof query === 'function' ? query() : query,
+    });
+    expect(res.status).toBe(422);
+    expect(res.json).toEqual({ message, errors: { unit_id: [message] } });
+    expect(await orthancHas(written.sopInstanceUids[0])).toBe(false);
+  });
+
+  it("refuses, storing nothing, an instance of another clinic's study, and for a regular user one of another unit", async () => {
+    const written = await study(1);
+    expect((await stow([{ data: (await filesOf(written))[0] }], clinic.token1)).status).toBe(200);
+    await placeOf(written.studyInstanceUid);
+    const more = await study(2, written.studyInstanceUid);
+    const [first, second] = await filesOf(more);
+
+    const foreign = await stow([{ data: first }], other.adminToken, { query: `?unit_id=${other.unit1.id}` });
+    expect(foreign.status).toBe(200);
+    expect(refused(foreign.json)).toEqual([
+      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study belongs to another clinic' },
+    ]);
+    expect(foreign.json['00081199']).toBeUndefined();
+
+    const otherUnit = await stow([{ data: first }], clinic.token2);
+    expect(refused(otherUnit.json)).toEqual([
+      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study belongs to another unit' },
+    ]);
+    expect(await orthancHas(more.sopInstanceUids[0])).toBe(false);
+
+    // The clinic's admin may add to it, whatever unit they name: the study stays in its unit.
+    const admin = await stow([{ data: second }], clinic.adminToken, { query: `?unit_id=${clinic.unit2.id}` });
+    expect(storedUids(admin.json)).toEqual([more.sopInstanceUids[1]]);
+  });
+
+  it('refuses an instance that would replace an archived one with other content; the same content again is stored', async () => {
+    const written = await study(1);
+    const [original] = await filesOf(written);
+    expect(storedUids((await stow([{ data: original }], clinic.token1)).json)).toEqual(written.sopInstanceUids);
+    const tampered = Buffer.from(original);
+    tampered[tampered.length - 1] ^= 0xff;
+    const res = await stow([{ data: tampered }, { data: original }], clinic.token1);
+    expect(res.status).toBe(200);
+    expect(refused(res.json)).toEqual([
+      { uid: written.sopInstanceUids[0], code: 0x0124, reason: 'it would replace an archived instance with other content' },
+    ]);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    const md5 = await fetch(`${orthanc.url}/tools/lookup`, {
+      method: 'POST',
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+      body: written.sopInstanceUids[0],
+    }).then((r) => r.json() as Promise<Array<{ ID: string }>>);
+    const file = await fetch(`${orthanc.url}/instances/${md5[0].ID}/file`, {
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+    });
+    expect(Buffer.from(await file.arrayBuffer())).toEqual(original);
+  });
+
+  it('takes two parts of one instance in one body in turn: the second, with other content, is refused', async () => {
+    const written = await study(1);
+    const [original] = await filesOf(written);
+    const tampered = Buffer.from(original);
+    tampered[tampered.length - 1] ^= 0xff;
+    const res = await stow([{ data: original }, { data: tampered }], clinic.token1);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(refused(res.json)).toEqual([
+      { uid: written.sopInstanceUids[0], code: 0x0124, reason: 'it would replace an archived instance with other content' },
+    ]);
+  });
+
+  it('refuses parts that are not DICOM, with the reason, and stores the others', async () => {
+    const written = await study(1);
+    const res = await stow(
+      [
+        { data: Buffer.from('just some text') },
+        { data: (await filesOf(written))[0] },
+        { data: Buffer.from('{"a":1}'), type: 'application/json' },
+      ],
+      clinic.token1,
+    );
+    expect(res.status).toBe(200);
+    expect(refused(res.json)).toEqual([
+      { uid: undefined, code: 0xc000, reason: 'not a DICOM file (no "DICM" prefix)' },
+      { uid: undefined, code: 0xc000, reason: 'a part of type application/json, not application/dicom' },
+    ]);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+  });
+
+  it('answers 415 to a body that is not multipart/related of DICOM, 400 to a broken one, 401 without a session', async () => {
+    const data = (await filesOf(await study(1)))[0];
+    for (const contentType of [
+      'application/dicom',
+      'multipart/form-data; boundary=x',
+      'multipart/related; type="application/json"; boundary=x',
+    ]) {
+      const res = await stow([{ data }], clinic.token1, { contentType });
+      expect([res.status, res.json]).toEqual([415, { message: 'Unsupported media type.' }]);
+    }
+    const broken = await stow([{ data }], clinic.token1, {
+      contentType: 'multipart/related; boundary=zz',
+      raw: Buffer.from('--zz\r\n\r\nabc'),
+    });
+    expect(broken.status).toBe(400);
+    expect(broken.json).toEqual({ message: 'Malformed multipart body: the body ended before its closing delimiter.' });
+    const anonymous = await fetch(`${apiUrl}/api/dicom-web/studies`, {
+      method: 'POST',
+      headers: multipartHeaders(),
+      body: 'x',
+    });
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toEqual({ message: 'Unauthenticated.' });
+  });
+
+  it('answers 413 past 2 GiB by its declared length, without reading it', async () => {
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const url = new URL(`${apiUrl}/api/dicom-web/studies`);
+      const request = require('http').request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            ...multipartHeaders(),
+            authorization: `Bearer ${clinic.token1}`,
+            'content-length': String(2 * 1024 ** 3 + 1),
+          },
+        },
+        (response: import('http').IncomingMessage) => {
+          let text = '';
+          response.on('data', (chunk) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        },
+      );
+      request.on('error', reject);
+      request.write('--x\r\n');
+      request.end();
+    });
+    expect(status).toBe(413);
+    expect(JSON.parse(body)).toEqual({ message: 'Payload too large.' });
+  });
+
+  it("takes the viewer's upload through the shipped nginx", async () => {
+    const written = await study(2);
+    const res = await stow(
+      (await filesOf(written)).map((data) => ({ data })),
+      clinic.token1,
+      { base: nginx.url },
+    );
+    expect(res.status).toBe(200);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(await placeOf(written.studyInstanceUid)).toMatchObject({ unit_id: clinic.unit1.id });
+  });
+});
+
+function multipartHeaders() {
+  return { 'content-type': 'multipart/related; type="application/dicom"; boundary=x' };
+}

@@ -1,0 +1,130 @@
+/**
+ * A share link in a real browser (Debian's chromium, playwright-core), through the shipped nginx: a
+ * device sends a study, a doctor shares it with a passcode, and the recipient opens /s/<token>: the
+ * page asks for the passcode, refuses a wrong one, then the viewer shows that study's image, never
+ * a sign-in or the study list. A revoked link shows the API's message.
+ */
+import * as path from 'path';
+import { Browser } from 'playwright-core';
+import { TestApp } from '../support/app';
+import { ARTIFACTS, skipTour, viewportImage } from '../support/browser';
+import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
+import { createSuperAdminUser, createTenant, createUnit, createUser, TEST_PASSWORD } from '../support/factories';
+import { fetchJson } from '../../scripts/stack/http';
+import { NginxInstance } from '../../scripts/stack/nginx';
+import { delay, OrthancInstance } from '../../scripts/stack/orthanc';
+import { BrowserStack, startBrowserStack } from '../support/stack';
+
+jest.setTimeout(240_000);
+
+describe('a share link in a browser', () => {
+  let stack: BrowserStack;
+  let t: TestApp;
+  let orthanc: OrthancInstance;
+  let nginx: NginxInstance;
+  let browser: Browser;
+  let doctorToken: string;
+  let study: WrittenStudy;
+  let studyId: string;
+
+  const api = (method: string, url: string, token?: string, body?: unknown) => fetchJson(nginx.url, method, url, token, body);
+
+  beforeAll(async () => {
+    stack = await startBrowserStack('share');
+    ({ t, orthanc, nginx, browser } = stack);
+    const superAdmin = await createSuperAdminUser(t.db, t.http);
+    const tenant = await createTenant(t.db);
+    const unit = await createUnit(t.db, tenant.id);
+    const doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id });
+    const aet = `SHARE_${Math.random().toString(36).slice(2, 8)}`.toUpperCase();
+    const modality = await api('POST', '/api/admin/modalities', superAdmin.token, {
+      tenant_id: tenant.id,
+      unit_id: unit.id,
+      name: 'CT share',
+      aet,
+      ip_address: '127.0.0.1',
+    });
+    expect(modality.status).toBe(201);
+    doctorToken = (await api('POST', '/api/login', undefined, { email: doctor.email, password: TEST_PASSWORD })).body
+      .access_token;
+    study = await writeStudy(path.join(stack.workDir, 'shared'), {
+      patientId: 'SHARE-1',
+      patientName: 'SHARED^PATIENT',
+      studyDate: '20240115',
+      series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 256, columns: 256 }],
+    });
+    await sendWithStorescu(study.files, { aet, port: orthanc.dicomPort });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const list = await api('GET', '/api/studies?search=SHARE-1', doctorToken);
+      const found = (list.body?.data ?? []).find(
+        (row: { study_instance_uid: string }) => row.study_instance_uid === study.studyInstanceUid,
+      );
+      if (found) {
+        const series = await api('GET', `/api/studies/${found.id}/series`, doctorToken);
+        if (series.body?.[0]?.instance_count === 2) {
+          studyId = found.id;
+          break;
+        }
+      }
+      if (Date.now() > deadline) throw new Error('study not indexed within 60 s');
+      await delay(250);
+    }
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('asks for the passcode, refuses a wrong one, then shows the study in the viewer without a sign-in', async () => {
+    const share = await api('POST', `/api/studies/${studyId}/shares`, doctorToken, { passcode: 'open-sesame' });
+    expect(share.status).toBe(201);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const visited: string[] = [];
+    page.on('framenavigated', (frame) => {
+      if (frame === page.mainFrame()) visited.push(new URL(frame.url()).pathname);
+    });
+    try {
+      await page.goto(`${nginx.url}${share.body.url}`);
+      await page.locator('#passcode').waitFor({ state: 'visible', timeout: 15_000 });
+      expect(await page.locator('#status').textContent()).toBe('This study is protected by a passcode.');
+      await page.fill('#passcode', 'not-the-passcode');
+      await page.click('#submit');
+      await page.locator('#error').waitFor({ state: 'visible' });
+      expect(await page.locator('#error').textContent()).toBe('Wrong passcode.');
+
+      await page.fill('#passcode', 'open-sesame');
+      await page.click('#submit');
+      await page.waitForURL(/\/viewer\?/, { timeout: 15_000 });
+      const image = await viewportImage(page, 60_000);
+      await skipTour(page);
+      await page.screenshot({ path: path.join(ARTIFACTS, 'share.png') });
+      expect(image).not.toBeNull();
+      expect(visited.filter((p) => p === '/login' || p === '/')).toEqual([]);
+      // OHIF took the token out of the address bar.
+      expect(page.url()).not.toContain('token=');
+      const [row] = await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.body.id]);
+      expect(row.uses).toBe(1);
+      // The share's token is not in nginx's access log.
+      expect(nginx.accessLog()).not.toContain(share.body.token);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows why a revoked link no longer opens', async () => {
+    const share = await api('POST', `/api/studies/${studyId}/shares`, doctorToken, {});
+    expect((await api('DELETE', `/api/studies/${studyId}/shares/${share.body.id}`, doctorToken)).status).toBe(204);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${nginx.url}${share.body.url}`);
+      await page.waitForFunction(() => document.getElementById('status')?.textContent === 'This link has been revoked.', null, {
+        timeout: 15_000,
+      });
+      expect(await page.locator('#passcode-form').isHidden()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * A share link's page: POST /api/shares/open with the token of the address (/s/<token>); with the
+ * passcode too when the link asks for it (401). Opened, the viewer shows that one study with the
+ * viewer token it gave (the viewer's `token` parameter: no study list). Each opening is one of the
+ * link's uses. The API's own message is shown on any refusal (expired, used up, revoked, locked).
+ */
+(function () {
+  'use strict';
+  var token = decodeURIComponent(window.location.pathname.replace(/^\/s\//, '').replace(/\/+$/, ''));
+  var status = document.getElementById('status');
+  var form = document.getElementById('passcode-form');
+  var error = document.getElementById('error');
+  var submit = document.getElementById('submit');
+
+  function say(message) {
+    status.textContent = message;
+  }
+
+  function refuse(message) {
+    error.textContent = message;
+    error.hidden = false;
+  }
+
+  function open(passcode) {
+    submit.disabled = true;
+    return fetch('/api/shares/open', {
+      method: 'POST',
+      credentials: 'omit',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(passcode === undefined ? { token: token } : { token: token, passcode: passcode }),
+    })
+      .then(function (response) {
+        return response.json().then(
+          function (body) {
+            return { status: response.status, body: body || {} };
+          },
+          function () {
+            return { status: response.status, body: {} };
+          },
+        );
+      })
+      .then(function (answer) {
+        submit.disabled = false;
+        if (answer.status === 200) {
+          say('Opening the viewer…');
+          window.location.replace(
+            '/viewer?StudyInstanceUIDs=' +
+              encodeURIComponent(answer.body.study.study_instance_uid) +
+              '&token=' +
+              encodeURIComponent(answer.body.viewer_token),
+          );
+          return;
+        }
+        var message = answer.body.message || 'The study cannot be opened (' + answer.status + ').';
+        if (answer.status === 401) {
+          say('This study is protected by a passcode.');
+          form.hidden = false;
+          if (passcode !== undefined) refuse(message);
+          form.passcode.focus();
+          return;
+        }
+        form.hidden = answer.status !== 429;
+        if (answer.status === 429) refuse(message);
+        else say(message);
+      }, function () {
+        submit.disabled = false;
+        say('The archive cannot be reached. Try again in a moment.');
+      });
+  }
+
+  form.addEventListener('submit', function (event) {
+    event.preventDefault();
+    error.hidden = true;
+    var passcode = form.passcode.value;
+    if (!passcode) return refuse('Enter the passcode you were given with the link.');
+    open(passcode);
+  });
+
+  if (!token) say('This link is incomplete.');
+  else open(undefined);
+})();
