@@ -53,7 +53,6 @@ export class AccessLogRepository {
         rows.map((r) => r.result_count),
         rows.map((r) => r.ip),
         rows.map((r) => r.request_id),
-        rows.map((r) => r.share_id),
       ],
     );
   }

@@ -18,6 +18,8 @@ import { ReportsService } from './reports.service';
   imports: [StudiesModule, QueuesModule],
   controllers: [ReportsController, PresetsController],
   providers: [ReportsRepository, ReportsService, PdfRenderPool, ReportFilingQueue, PresetsRepository, PresetsService],
+  // SharesService serves a share's final report.
+  exports: [ReportsService],
 })
 export class ReportsModule {}
 

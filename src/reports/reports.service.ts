@@ -238,6 +238,12 @@ export class ReportsService {
     });
   }
 
+  /** The kept PDF of the study's final report (with its signed addenda), or null when it has none. */
+  async keptFinalPdf(studyId: string): Promise<Buffer | null> {
+    const report = await this.reports.findFinalReport(studyId);
+    return report ? this.reports.keptPdf(report) : null;
+  }
+
   /** The letterhead as it is now: the template's layout and background, the clinic's logo, the header. */
   private async letterhead(study: StudyDetail, templateId: string | null): Promise<ReportLetterhead> {
     const template = templateId ? await this.reports.findUsableTemplate(study.tenant_id, study.unit_id, templateId) : null;

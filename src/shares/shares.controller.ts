@@ -1,9 +1,11 @@
-import { Body, Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
 import {
   ApiGoneResponse,
+  ApiHeader,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
   ApiTags,
   ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
@@ -43,5 +45,29 @@ export class SharesController {
       if (error instanceof ShareLockedError) reply.header('retry-after', String(error.retryAfterSeconds));
       throw error;
     }
+  }
+
+  @Get('report')
+  @ApiOperation({
+    summary: "The final report's PDF of the shared study (public; the share's viewer token as X-Viewer-Token)",
+  })
+  @ApiHeader({ name: 'X-Viewer-Token', required: true, description: 'the viewer token POST /api/shares/open gave' })
+  @ApiProduces('application/pdf')
+  @ApiOkResponse({ description: 'application/pdf', schema: { type: 'string', format: 'binary' } })
+  @ApiUnauthorizedResponse({
+    description: 'No viewer token, not a share\'s, expired, or its share revoked: `{message: "Unauthenticated."}`',
+  })
+  @ApiNotFoundResponse({ description: 'The study has no final report: `{message: "Report not found."}`' })
+  async report(
+    @Headers('x-viewer-token') viewerToken: string | undefined,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<Buffer> {
+    const pdf = await this.shares.report(viewerToken, requesterOf(request));
+    reply
+      .header('content-type', 'application/pdf')
+      .header('content-disposition', 'inline; filename="report.pdf"')
+      .header('cache-control', 'private, no-store');
+    return pdf;
   }
 }

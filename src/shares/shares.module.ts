@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReportsModule } from '../reports';
 import { StudiesModule } from '../studies';
 import { ViewerModule } from '../viewer';
 import { SharesController } from './shares.controller';
@@ -8,7 +9,7 @@ import { StudySharesController } from './study-shares.controller';
 
 /** Share links of a study: created by whoever sees it, opened by anyone with the token. */
 @Module({
-  imports: [StudiesModule, ViewerModule],
+  imports: [StudiesModule, ViewerModule, ReportsModule],
   controllers: [StudySharesController, SharesController],
   providers: [SharesRepository, SharesService],
 })

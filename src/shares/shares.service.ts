@@ -4,9 +4,10 @@ import Redis from 'ioredis';
 import { AuditService } from '../audit';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
-import { ApiError, Errors } from '../common/errors/api-errors';
+import { ApiError, ErrorBodies, Errors } from '../common/errors/api-errors';
 import type { Requester } from '../common/http/requester';
 import { REDIS } from '../common/redis/redis.module';
+import { ReportsService } from '../reports';
 import { StudiesRepository } from '../studies';
 import { ViewerService } from '../viewer';
 import { CreatedShareDto, CreateShareDto, OpenedShareDto, SHARE_DEFAULTS, ShareDto } from './dto/share.dto';
@@ -71,8 +72,27 @@ export class SharesService {
     private readonly studies: StudiesRepository,
     private readonly viewer: ViewerService,
     private readonly audit: AuditService,
+    private readonly reports: ReportsService,
     @Inject(REDIS) private readonly redis: Redis,
   ) {}
+
+  /** The final report's PDF of the study a share's viewer token reads; 401 for any other token. */
+  async report(viewerToken: unknown, from: Requester): Promise<Buffer> {
+    const shared = typeof viewerToken === 'string' ? await this.viewer.sharedStudyOf(viewerToken.trim()) : null;
+    if (!shared) throw new ApiError(HttpStatus.UNAUTHORIZED, ErrorBodies.unauthenticated);
+    const pdf = await this.reports.keptFinalPdf(shared.studyId);
+    if (!pdf) throw Errors.notFound('Report');
+    this.audit.record({
+      action: 'report.read',
+      shareId: shared.shareId,
+      studyId: shared.studyId,
+      userId: null,
+      tenantId: shared.tenantId,
+      ip: from.ip,
+      requestId: from.requestId,
+    });
+    return pdf;
+  }
 
   async create(
     user: AuthUser,

@@ -147,6 +147,8 @@ export class ViewerService {
    * expiry), recorded under the share so that `revokeShareTokens` ends it.
    */
   async issueForShare(shared: SharedStudy, maxTtl: number): Promise<ViewerTokenDto> {
+    // The token reads in its creator's name and dies with their account: a share without one gives none.
+    if (!shared.created_by) throw new ApiError(HttpStatus.GONE, { message: 'This link is no longer available.' });
     const ttl = Math.max(1, Math.min(this.config.VIEWER_TOKEN_TTL, Math.floor(maxTtl)));
     const study = {
       id: shared.study_id,
@@ -154,7 +156,22 @@ export class ViewerService {
       study_instance_uid: shared.study_instance_uid,
       patient_id: '',
     };
-    return this.issueToken({ userId: shared.created_by ?? '', study, shareId: shared.share_id }, ttl);
+    return this.issueToken({ userId: shared.created_by, study, shareId: shared.share_id }, ttl);
+  }
+
+  /**
+   * The share and study behind a share's viewer token while it still reads (its share standing,
+   * its creator's account usable), else null: a user's token is not a share's.
+   */
+  async sharedStudyOf(token: string): Promise<{ shareId: string; studyId: string; tenantId: string } | null> {
+    try {
+      const session = await this.session(token);
+      if (!session?.share_id) return null;
+      if (!tokenReader(token, session, await this.accounts.get(session.user_id))) return null;
+      return { shareId: session.share_id, studyId: session.study_id, tenantId: session.tenant_id };
+    } catch {
+      return null;
+    }
   }
 
   /** Ends every viewer token the share gave, at once (a share's session is never cached in memory). */
@@ -256,10 +273,7 @@ export class ViewerService {
 
   private async viewerTokenReader(token: string): Promise<Reader | null> {
     const session = await this.session(token);
-    if (!session) return null;
-    // A share whose creator's account is gone has no one to read for (user_id is then empty).
-    const account = isUUID(session.user_id) ? await this.accounts.get(session.user_id) : null;
-    return this.readerOf(token, session, account);
+    return session && this.readerOf(token, session, await this.accounts.get(session.user_id));
   }
 
   private readerOf(token: string, session: ViewerSession, account: AccountState | null): Reader | null {

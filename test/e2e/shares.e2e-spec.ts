@@ -339,4 +339,56 @@ describe('Share links', () => {
       expect((await open(share.token)).status).toBe(200);
     });
   });
+
+  describe('GET /api/shares/report', () => {
+    const report = (viewerToken?: string) =>
+      t.http.get('/api/shares/report', { headers: viewerToken === undefined ? {} : { 'x-viewer-token': viewerToken } });
+    const openedToken = async (studyId: string) => {
+      const share = await create({}, clinic.token1, studyId);
+      const opened = await open(share.body.token);
+      expect(opened.status).toBe(200);
+      return { share: share.body, viewerToken: opened.body.viewer_token as string, hasReport: opened.body.has_report };
+    };
+
+    it("serves the study's signed report PDF to its share's viewer token, and logs the read with the share", async () => {
+      const reported = (await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id)).study;
+      await t.db.query(`UPDATE users SET crm = '654321/SP' WHERE id = $1`, [clinic.user1.id]);
+      const base = `/api/studies/${reported.id}/reports`;
+      const draft = await t.http.post(base, { token: clinic.token1, body: { findings: 'No acute findings.' } });
+      expect(draft.status).toBe(201);
+      // Before signing, the share has no report to give.
+      const early = await openedToken(reported.id);
+      expect(early.hasReport).toBe(false);
+      const none = await report(early.viewerToken);
+      expect([none.status, none.body]).toEqual([404, { message: 'Report not found.' }]);
+      const signed = await t.http.post(`${base}/${draft.body.id}/sign`, { token: clinic.token1, body: { version: 1 } });
+      expect(signed.status).toBe(200);
+      const { share, viewerToken, hasReport } = await openedToken(reported.id);
+      expect(hasReport).toBe(true);
+      const res = await report(viewerToken);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/pdf');
+      const kept = await t.http.get(`${base}/${draft.body.id}/pdf`, { token: clinic.token1 });
+      expect(res.raw.subarray(0, 5).toString()).toBe('%PDF-');
+      expect(res.raw.equals(kept.raw)).toBe(true);
+      expect(await auditRows('report.read', share.id)).toEqual([
+        expect.objectContaining({ user_id: null, study_id: reported.id, share_id: share.id }),
+      ]);
+      // Revoking the share ends its token's access to the report at once.
+      expect((await t.http.delete(`/api/studies/${reported.id}/shares/${share.id}`, { token: clinic.token1 })).status).toBe(
+        204,
+      );
+      const revoked = await report(viewerToken);
+      expect([revoked.status, revoked.body]).toEqual([401, { message: 'Unauthenticated.' }]);
+    });
+
+    it("answers 401 without a token, with an unknown one and with a user's viewer token", async () => {
+      const issued = await t.http.post('/api/viewer/token', { token: clinic.token1, body: { study_id: study.id } });
+      expect(issued.status).toBe(200);
+      for (const token of [undefined, '', 'nope', '00000000-0000-4000-8000-000000000000', issued.body.token]) {
+        const res = await report(token);
+        expect([res.status, res.body]).toEqual([401, { message: 'Unauthenticated.' }]);
+      }
+    });
+  });
 });
