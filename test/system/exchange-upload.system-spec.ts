@@ -142,8 +142,18 @@ describe('STOW-RS upload through the real Orthanc', () => {
     const list = await t.http.get('/api/studies', { token: clinic.token1 });
     expect(list.body.data.map((s: { id: string }) => s.id)).toContain(place.id);
 
+    // A stranger is refused at the study's door; a device of the clinic's other unit adds to the
+    // study (its own clinic's device), and the study stays in the uploader's unit.
+    const stranger = await study(1, written.studyInstanceUid, 'UP-DEVICE');
+    await expect(sendWithStorescu(stranger.files, { aet: 'STRANGER', port: orthanc.dicomPort })).rejects.toThrow();
+    expect(await orthancHas(stranger.sopInstanceUids[0])).toBe(false);
+    const aet = `UP_${randomBytes(3).toString('hex').toUpperCase()}`;
+    await t.db.query(
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '127.0.0.1')`,
+      [clinic.tenant.id, clinic.unit2.id, `MR ${aet}`, aet],
+    );
     const fromDevice = await study(1, written.studyInstanceUid, 'UP-DEVICE');
-    await sendWithStorescu(fromDevice.files, { aet: 'STRANGER', port: orthanc.dicomPort });
+    await sendWithStorescu(fromDevice.files, { aet, port: orthanc.dicomPort });
     expect(await orthancHas(fromDevice.sopInstanceUids[0])).toBe(true);
     // Indexed again, with the device as its latest sender.
     await waitFor('the device instance indexed', async () => {

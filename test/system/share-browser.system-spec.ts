@@ -2,7 +2,8 @@
  * A share link in a real browser (Debian's chromium, playwright-core), through the shipped nginx: a
  * device sends a study, a doctor shares it with a passcode, and the recipient opens /s/<token>: the
  * page asks for the passcode, refuses a wrong one, then the viewer shows that study's image, never
- * a sign-in or the study list. A revoked link shows the API's message.
+ * a sign-in or the study list. A revoked link shows the API's message. Once the study has a signed
+ * report, the page offers the images and the report's PDF.
  */
 import * as path from 'path';
 import { Browser } from 'playwright-core';
@@ -24,6 +25,7 @@ describe('a share link in a browser', () => {
   let nginx: NginxInstance;
   let browser: Browser;
   let doctorToken: string;
+  let doctorId: string;
   let study: WrittenStudy;
   let studyId: string;
 
@@ -36,6 +38,7 @@ describe('a share link in a browser', () => {
     const tenant = await createTenant(t.db);
     const unit = await createUnit(t.db, tenant.id);
     const doctor = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id });
+    doctorId = doctor.id;
     const aet = `SHARE_${Math.random().toString(36).slice(2, 8)}`.toUpperCase();
     const modality = await api('POST', '/api/admin/modalities', superAdmin.token, {
       tenant_id: tenant.id,
@@ -123,6 +126,31 @@ describe('a share link in a browser', () => {
         timeout: 15_000,
       });
       expect(await page.locator('#passcode-form').isHidden()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('offers the images and the signed report once the study has one', async () => {
+    await t.db.query(`UPDATE users SET crm = '112233/SP' WHERE id = $1`, [doctorId]);
+    const draft = await api('POST', `/api/studies/${studyId}/reports`, doctorToken, { impression: 'Normal study.' });
+    expect(draft.status).toBe(201);
+    expect(
+      (await api('POST', `/api/studies/${studyId}/reports/${draft.body.id}/sign`, doctorToken, { version: 1 })).status,
+    ).toBe(200);
+    const share = await api('POST', `/api/studies/${studyId}/shares`, doctorToken, {});
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${nginx.url}${share.body.url}`);
+      await page.locator('#open-report').waitFor({ state: 'visible', timeout: 15_000 });
+      expect(await page.locator('#status').textContent()).toBe('The study has a signed report.');
+      expect(await page.locator('#open-images').getAttribute('href')).toMatch(/^\/viewer\?StudyInstanceUIDs=/);
+      const head = await page.evaluate(async () => {
+        const href = (document.getElementById('open-report') as HTMLAnchorElement).href;
+        const bytes = new Uint8Array(await (await fetch(href)).arrayBuffer());
+        return String.fromCharCode(...bytes.slice(0, 5));
+      });
+      expect(head).toBe('%PDF-');
     } finally {
       await page.close();
     }

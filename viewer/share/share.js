@@ -1,8 +1,9 @@
 /**
  * A share link's page: POST /api/shares/open with the token of the address (/s/<token>); with the
  * passcode too when the link asks for it (401). Opened, the viewer shows that one study with the
- * viewer token it gave (the viewer's `token` parameter: no study list). Each opening is one of the
- * link's uses. The API's own message is shown on any refusal (expired, used up, revoked, locked).
+ * viewer token it gave (the viewer's `token` parameter: no study list); when the study has a signed
+ * report, the page offers the images and the report (GET /api/shares/report with the same viewer
+ * token, shown from a blob). Each opening is one of the link's uses. The API's own message is shown on any refusal (expired, used up, revoked, locked).
  */
 (function () {
   'use strict';
@@ -42,13 +43,18 @@
       .then(function (answer) {
         submit.disabled = false;
         if (answer.status === 200) {
-          say('Opening the viewer…');
-          window.location.replace(
+          var viewerUrl =
             '/viewer?StudyInstanceUIDs=' +
-              encodeURIComponent(answer.body.study.study_instance_uid) +
-              '&token=' +
-              encodeURIComponent(answer.body.viewer_token),
-          );
+            encodeURIComponent(answer.body.study.study_instance_uid) +
+            '&token=' +
+            encodeURIComponent(answer.body.viewer_token);
+          if (!answer.body.has_report) {
+            say('Opening the viewer…');
+            window.location.replace(viewerUrl);
+            return;
+          }
+          form.hidden = true;
+          offer(viewerUrl, answer.body.viewer_token);
           return;
         }
         var message = answer.body.message || 'The study cannot be opened (' + answer.status + ').';
@@ -66,6 +72,28 @@
         submit.disabled = false;
         say('The archive cannot be reached. Try again in a moment.');
       });
+  }
+
+  /** The images and the signed report, side by side: the report is fetched now, while the token is fresh. */
+  function offer(viewerUrl, viewerToken) {
+    say('The study has a signed report.');
+    document.getElementById('open-images').href = viewerUrl;
+    document.getElementById('opened').hidden = false;
+    fetch('/api/shares/report', { credentials: 'omit', headers: { 'x-viewer-token': viewerToken } })
+      .then(function (response) {
+        if (!response.ok) throw new Error(String(response.status));
+        return response.blob();
+      })
+      .then(
+        function (pdf) {
+          var link = document.getElementById('open-report');
+          link.href = URL.createObjectURL(pdf);
+          link.hidden = false;
+        },
+        function () {
+          say('The study has a signed report, but it cannot be shown right now; the images can.');
+        },
+      );
   }
 
   form.addEventListener('submit', function (event) {
