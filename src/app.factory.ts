@@ -12,14 +12,14 @@ import { AppConfig, loadConfig } from './config/environment';
 import { nestLogLevels } from './config/log-levels';
 import { RAW_BODY } from './ingestion/webhook-request';
 import { loggedUrl } from './common/http/logged-url';
-import { FastifyAdapterWithRawRoutes } from './common/http/raw-routes';
+import { FastifyAdapterWithRawRoutes, RawRoutes } from './common/http/raw-routes';
 import { frameworkErrors } from './common/http/framework-errors';
 import { requestIdOf } from './common/http/request-id';
 import {
   BODY_LIMIT_BYTES,
   clientErrorHandler,
   MAX_HEADER_BYTES,
-  REQUEST_TIMEOUT_MS,
+  limitReceiptTime,
   streamedBodyLimit,
 } from './common/http/request-limits';
 import { registerSecurity } from './common/http/security';
@@ -86,35 +86,39 @@ export function setupSwagger(app: NestFastifyApplication): void {
 }
 
 export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
-  return new FastifyAdapterWithRawRoutes({
-    trustProxy: config.trustProxy,
-    bodyLimit: BODY_LIMIT_BYTES,
-    http: { maxHeaderSize: MAX_HEADER_BYTES },
-    requestTimeout: REQUEST_TIMEOUT_MS,
-    clientErrorHandler,
-    frameworkErrors,
-    routerOptions: { maxParamLength: 500 },
-    // The caller's X-Request-Id only when short and harmless (common/http/request-id).
-    requestIdHeader: false,
-    genReqId: requestIdOf,
-    logger:
-      config.LOG_LEVEL === 'silent'
-        ? false
-        : {
-            level: config.LOG_LEVEL,
-            redact: { paths: REDACTED_HEADERS, censor: '[redacted]' },
-            // Fastify's own request serializer, with tokens masked in the URL's query.
-            serializers: {
-              req: (request: FastifyRequest) => ({
-                method: request.method,
-                url: loggedUrl(request.url),
-                host: request.host,
-                remoteAddress: request.ip,
-                remotePort: request.socket?.remotePort,
-              }),
+  return new FastifyAdapterWithRawRoutes(
+    {
+      trustProxy: config.trustProxy,
+      bodyLimit: BODY_LIMIT_BYTES,
+      http: { maxHeaderSize: MAX_HEADER_BYTES },
+      // Off: limitReceiptTime bounds each request instead, so that an upload may take its minutes.
+      requestTimeout: 0,
+      clientErrorHandler,
+      frameworkErrors,
+      routerOptions: { maxParamLength: 500 },
+      // The caller's X-Request-Id only when short and harmless (common/http/request-id).
+      requestIdHeader: false,
+      genReqId: requestIdOf,
+      logger:
+        config.LOG_LEVEL === 'silent'
+          ? false
+          : {
+              level: config.LOG_LEVEL,
+              redact: { paths: REDACTED_HEADERS, censor: '[redacted]' },
+              // Fastify's own request serializer, with tokens masked in the URL's query.
+              serializers: {
+                req: (request: FastifyRequest) => ({
+                  method: request.method,
+                  url: loggedUrl(request.url),
+                  host: request.host,
+                  remoteAddress: request.ip,
+                  remotePort: request.socket?.remotePort,
+                }),
+              },
             },
-          },
-  });
+    },
+    new RawRoutes((request, response) => limitReceiptTime(request, response)),
+  );
 }
 
 export const NEST_APP_OPTIONS = {

@@ -29,6 +29,9 @@ interface ServerOptions {
 export class RawRoutes {
   private readonly routes = new Map<string, RawRouteHandler>();
 
+  /** @param beforeFastify runs on every request Fastify answers, before it (raw routes have no body). */
+  constructor(private readonly beforeFastify?: RawRouteHandler) {}
+
   /** `path` without query string; a GET route answers HEAD too, without a body (as Fastify does). */
   register(method: 'GET', path: string, handler: RawRouteHandler): void {
     this.routes.set(`${method} ${path}`, handler);
@@ -43,7 +46,10 @@ export class RawRoutes {
         ? this.routes.get(`${request.method} ${queryAt === -1 ? url : url.slice(0, queryAt)}`)
         : undefined;
       if (handler) handler(request, response);
-      else fastifyHandler(request, response);
+      else {
+        this.beforeFastify?.(request, response);
+        fastifyHandler(request, response);
+      }
     });
     if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
     if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
@@ -59,7 +65,7 @@ export class RawRoutes {
 export class FastifyAdapterWithRawRoutes extends FastifyAdapter {
   constructor(
     options: FastifyHttpOptions<http.Server>,
-    readonly rawRoutes: RawRoutes = new RawRoutes(),
+    readonly rawRoutes: RawRoutes,
   ) {
     super({ ...options, serverFactory: rawRoutes.serverFactory as never });
   }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { STATUS_CODES } from 'http';
+import { IncomingMessage, ServerResponse, STATUS_CODES } from 'http';
 import type { Socket } from 'net';
 import { PassThrough, Readable } from 'stream';
 
@@ -25,6 +25,28 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 export const MAX_BODY_DEPTH = 64;
 /** Time allowed to receive a whole request: a client trickling bytes cannot hold a socket forever. */
 export const REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * Stands in for Node's own `requestTimeout`, which would bound every request, uploads included (2 GiB
+ * from a clinic's uplink takes minutes), and is therefore off: a request whose body has not fully
+ * arrived `timeoutMs` after it began is answered 408 and closed (a client trickling bytes cannot
+ * hold a socket), while a streamed upload is closed only when it sends nothing for that long.
+ */
+export function limitReceiptTime(request: IncomingMessage, response: ServerResponse, timeoutMs = REQUEST_TIMEOUT_MS): void {
+  if (streamedBodyLimit({ method: request.method ?? '', url: request.url ?? '' }) !== undefined) {
+    request.setTimeout(timeoutMs, () => request.socket.destroy());
+    // Once the body is in, the answer may take its time (the parts are still being stored).
+    request.once('end', () => request.setTimeout(0));
+    return;
+  }
+  const timer = setTimeout(() => {
+    if (request.complete) return;
+    if (response.headersSent) request.socket.destroy();
+    else clientErrorHandler(Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), request.socket);
+  }, timeoutMs);
+  timer.unref();
+  response.once('close', () => clearTimeout(timer));
+}
 
 /**
  * Errors Node's HTTP parser raises before Fastify sees a request (oversized headers, a request that
