@@ -39,11 +39,14 @@ export class StudiesController {
   @Auth()
   @ApiOperation({ summary: 'Studies visible to the caller, 15 per page, newest study date first' })
   @ApiOkResponse({ type: StudyPageDto })
-  @ApiUnprocessableEntityResponse({ description: 'Invalid page, patient_uuid or exclude_id, or search over 255 characters' })
+  @ApiUnprocessableEntityResponse({
+    description:
+      'Invalid page, patient_uuid, exclude_id or report_status, or search over 255 characters: `{message, errors: {field: [...]}}`',
+  })
   list(@CallerScope() scope: DataScope, @Query() query: ListStudiesQueryDto): Promise<Paginated<StudyDto>> {
     return this.studies.list(
       scope,
-      { search: query.search, patientUuid: query.patient_uuid, excludeId: query.exclude_id },
+      { search: query.search, patientUuid: query.patient_uuid, excludeId: query.exclude_id, reportStatus: query.report_status },
       query.page,
     );
   }

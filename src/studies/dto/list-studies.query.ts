@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsUUID } from 'class-validator';
+import { IsIn, IsOptional, IsUUID } from 'class-validator';
+import type { ReportStatus } from '../../database/entities';
 import { SearchPageQueryDto } from '../../common/pagination';
 
 /** GET /api/studies: `search` (patient name, patient id, accession number), filters, `page`. */
@@ -13,4 +14,13 @@ export class ListStudiesQueryDto extends SearchPageQueryDto {
   @IsOptional()
   @IsUUID('all', { message: 'The exclude_id field must be a valid UUID.' })
   exclude_id?: string;
+
+  @ApiPropertyOptional({
+    enum: ['pending', 'draft', 'final'],
+    description:
+      'Only the studies with this report status (a worklist); combinable with search. Not a search: the total stays exact.',
+  })
+  @IsOptional()
+  @IsIn(['pending', 'draft', 'final'], { message: 'The report_status field must be one of: pending, draft, final.' })
+  report_status?: ReportStatus;
 }
