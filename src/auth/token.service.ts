@@ -34,7 +34,7 @@ export class TokenService {
    * Claims of tokens already verified, by their text, until their `exp`: a token's text cannot
    * change, so its signature holds for as long as the token does. Verifying (an HMAC, two base64
    * decodes, JSON, jsonwebtoken's options) ran on every request; kept, the API's CPU per first
-   * search went from 0.39-0.42 ms to 0.34-0.40 ms (bench/README.md, "Eleventh round"). Only valid
+   * search went from 0.39-0.42 ms to 0.34-0.40 ms. Only valid
    * tokens are kept: a forged one is verified (and refused) every time and cannot fill the cache.
    * The blacklist and the account's state are still read on every request (Authenticator).
    */
