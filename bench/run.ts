@@ -682,7 +682,12 @@ function targets(rows: Measured[], peakRssMb: number): Target[] {
     latency('typed-unit', 32, 100, 'studies search, typed fragments, unit user, p99 < 100 ms at 32 connections'),
     latency('typed-super', 32, 100, 'studies search, typed fragments, super admin, p99 < 100 ms at 32 connections'),
     latency('typed-patients', 32, 100, 'patients search, typed fragments, p99 < 100 ms at 32 connections'),
-    latency('typed-stream', 32, 100, 'studies search, a stream of typed fragments, tenant admin, p99 < 100 ms at 32 connections'),
+    latency(
+      'typed-stream',
+      32,
+      100,
+      'studies search, a stream of typed fragments, tenant admin, p99 < 100 ms at 32 connections',
+    ),
     ...['typed', 'typed-unit', 'typed-super', 'typed-patients', 'typed-stream'].map((key): Target => {
       const row = at(key, 32);
       const name = `PostgreSQL CPU per search <= 2 ms (${key}, 32 connections)`;
