@@ -72,8 +72,10 @@ class Recorder {
   query<T>(text: string, values: unknown[]): Promise<T[]> {
     this.statements.push({ text, values });
     if (/ AS walked$/.test(text)) return Promise.resolve([{ version: '1.1', walked: '100000' }] as T[]);
-    if (/^SELECT \(SELECT count\(\*\) FROM \(SELECT FROM/.test(text)) {
-      return Promise.resolve([{ total: String(this.matches), version: '1.1' }] as T[]);
+    if (/^WITH _matches /.test(text)) {
+      const first = { _total: String(this.matches), _version: '1.1' };
+      if (this.matches > 1000) return Promise.resolve([{ ...first, id: null }] as T[]);
+      return Promise.resolve(Array.from({ length: Number(values[values.length - 2]) }, () => ({ ...first, id: 'x' })) as T[]);
     }
     if (/ AS total, /.test(text)) return Promise.resolve([{ total: '100', version: '1.1' }] as T[]);
     if (/ AS version$/.test(text)) return Promise.resolve([{ version: '1.1' }] as T[]);

@@ -56,11 +56,11 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
   };
 }
 
-type ListRow = Patient & { _total?: string | null };
+type ListRow = Patient & { _total?: string | null; _version?: string };
 
-/** The patient without the total a list statement adds. */
+/** The patient without the columns a list statement adds (its total, a search's scope version). */
 function toPatientRow(row: ListRow): Patient {
-  const { _total, ...patient } = row;
+  const { _total, _version, ...patient } = row;
   return patient as Patient;
 }
 

@@ -1,5 +1,5 @@
 import {
-  listCappedCountSql,
+  listFirstSearchSql,
   ListSpec,
   listPageSql,
   listScopeSql,
@@ -60,10 +60,10 @@ describe('list SQL', () => {
     expect(listPageSql(SPEC, 'TRUE', '', p, 0, 15, true)).toContain("ORDER BY (t.name || '') ASC, t.id ASC LIMIT $5 OFFSET $6");
   });
 
-  it('counts one past the cap, and walks at most `cap` rows of the scope', () => {
-    expect(listCappedCountSql(SPEC, 'x')).toBe(
-      `(SELECT count(*) FROM (SELECT FROM things t WHERE x LIMIT ${SEARCH_TOTAL_CAP + 1}) capped)`,
-    );
+  it('collects a first search once, one past the cap, and walks at most `cap` rows of the scope', () => {
+    const first = listFirstSearchSql(SPEC, 'x', '', new SqlParams(), 0, 15);
+    expect(first).toContain(`(SELECT t.id, t.name, t.search_text FROM things t WHERE x LIMIT ${SEARCH_TOTAL_CAP + 1})`);
+    expect(first).toContain(`WHERE c._total <= ${SEARCH_TOTAL_CAP} AND t.id IN (`);
     const p = new SqlParams();
     const sql = listWalkPageSql(SPEC, 'scope', 'match', p, 30, 15, 2000);
     expect(sql).toContain(

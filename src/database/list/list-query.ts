@@ -72,15 +72,6 @@ export function listCountSql(spec: ListSpec, where: string): string {
 }
 
 /**
- * The number of the spec's rows meeting `where`, counted up to one more than SEARCH_TOTAL_CAP
- * (a scalar SQL expression): more than the cap says only "more". The planner picks between the
- * search index and a walk that stops at the last match it needs.
- */
-export function listCappedCountSql(spec: ListSpec, where: string): string {
-  return `(SELECT count(*) FROM (SELECT FROM ${spec.from} WHERE ${where} LIMIT ${SEARCH_TOTAL_CAP + 1}) capped)`;
-}
-
-/**
  * One page in list order, with `extra` (scalar subqueries: a total) on every row. Shallow pages are
  * one scan in list order; deeper ones find the page's ids first (an index-only scan of the scope's
  * order index) and read only those rows whole. `collect`: sorted by the order no index provides,
@@ -102,6 +93,35 @@ export function listPageSql(
   }
   return `SELECT ${spec.columns}${extra} FROM ${spec.from}
            WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
+}
+
+/**
+ * A first search's statement: its matches collected once, up to one past SEARCH_TOTAL_CAP (`where`:
+ * the list's conditions with the fragment), with each of the page's rows the count of those
+ * matches (`_total`) and `extra`; when there are more than the cap, one row of `_total` and
+ * `extra` with NULL columns, and the page is read by a walk. Counted and collected apart, every
+ * match cost two searches of the index.
+ */
+export function listFirstSearchSql(
+  spec: ListSpec,
+  where: string,
+  extra: string,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+): string {
+  const alias = tableAlias(spec);
+  // The page's rows come out under the table's alias, so that the list order reads them as it is written.
+  return `WITH _matches AS MATERIALIZED (SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} LIMIT ${SEARCH_TOTAL_CAP + 1}),
+               _counted AS (SELECT count(*) AS _total FROM _matches)
+          SELECT ${alias}.*, c._total${extra}
+            FROM _counted c
+            LEFT JOIN LATERAL (
+                   SELECT ${spec.columns} FROM ${spec.from}
+                    WHERE c._total <= ${SEARCH_TOTAL_CAP} AND ${spec.id} IN (
+                          SELECT ${spec.id} FROM _matches ${alias} ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
+                 ) ${alias} ON TRUE
+           ORDER BY ${spec.order}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import {
-  listCappedCountSql,
   listCountSql,
+  listFirstSearchSql,
   listPageSql,
   listSearchSql,
   ListSpec,
@@ -27,6 +27,15 @@ export interface ListSearchQuery {
   conditions: (p: SqlParams) => string;
 }
 
+/** What a first search's statement adds to each row (searchFirstSql). */
+interface FirstSearchColumns {
+  _total: string;
+  _version: string;
+}
+
+/** A row of a page, not the one row of sizes a first search with no page row answers. */
+const hasId = (row: object): boolean => (row as { id?: unknown }).id != null;
+
 /** A searched page: its total is exact up to SEARCH_TOTAL_CAP, else the cap (`exact` false). */
 export interface SearchPage<Row> {
   rows: Row[];
@@ -40,10 +49,13 @@ export function searchMetaSql(query: ListSearchQuery, p: SqlParams): string {
   return `SELECT ${counters.version} AS version, ${counters.walked} AS walked`;
 }
 
-/** The search's matches counted up to one past the cap, and the scope's version in the same snapshot. */
-export function searchCountSql(query: ListSearchQuery, p: SqlParams): string {
+/**
+ * A first search (no count kept at the scope's version): its matches counted up to one past the
+ * cap and, when they are no more, its page sorted from them, in one statement (listFirstSearchSql).
+ */
+export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number): string {
   const where = `${query.conditions(p)} AND ${listSearchSql(query.spec, query.search, p)}`;
-  return `SELECT ${listCappedCountSql(query.spec, where)} AS total, ${query.counters(p).version} AS version`;
+  return listFirstSearchSql(query.spec, where, `, ${query.counters(p).version} AS _version`, p, offset, limit);
 }
 
 /** A page of the search by `plan`; `cap`: the rows a walk may read. */
@@ -65,8 +77,8 @@ export function searchPageSql(
 /**
  * A page of a searched list, for every list (studies, patients). The matches are counted up to one
  * past SEARCH_TOTAL_CAP, once per scope version (ListTotals), and that count picks the page's plan
- * (searchPlan): a few matches are collected through the search index and sorted; many are met
- * soon by a walk in list order. A walk that comes back short (the matches sit together far down
+ * (searchPlan): a few matches are collected through the search index and sorted (by a first
+ * search, in the statement that counts them); many are met soon by a walk in list order. A walk that comes back short (the matches sit together far down
  * the list order) leaves the page to collecting, and the kept count remembers it. Pages stop at
  * the cap: past a thousand matches the user types more.
  */
@@ -98,11 +110,14 @@ export class ListSearch {
   async page<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
     const p = new SqlParams();
     const [meta] = await this.prepared.query<{ version: string; walked: string }>(searchMetaSql(query, p), p.values);
-    const kept = await this.totals.cached(query.key, meta.version, async () => {
+    let kept = this.totals.kept(query.key, meta.version);
+    if (!kept) {
       const q = new SqlParams();
-      const [row] = await this.prepared.query<{ total: string; version: string }>(searchCountSql(query, q), q.values);
-      return { total: Number(row.total), version: row.version };
-    });
+      const rows = await this.prepared.query<Row & FirstSearchColumns>(searchFirstSql(query, q, offset, limit), q.values);
+      kept = { total: Number(rows[0]._total) };
+      this.totals.keep(query.key, rows[0]._version, kept);
+      if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
+    }
     const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
     const exact = kept.total <= SEARCH_TOTAL_CAP;
     const wanted = Math.min(limit, total - offset);

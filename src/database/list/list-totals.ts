@@ -75,6 +75,16 @@ export class ListTotals {
     };
   }
 
+  /** The count kept under `key` at scope version `version`, if any. */
+  kept(key: string, version: string): KeptCount | undefined {
+    return this.counts.get(`${key}@${version}`);
+  }
+
+  /** Keeps a count read in the same statement as the scope's version `version`. */
+  keep(key: string, version: string, count: KeptCount): void {
+    this.counts.set(`${key}@${version}`, count);
+  }
+
   /**
    * The count kept under `key` at `version`, else `count()`'s, which returns a count and the version
    * read in its own statement, kept under that version. Concurrent misses share one count.

@@ -8,19 +8,33 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: []
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked;
 
--- values: ["silva"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version;
-
 -- values: ["silva",20,0]
-SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE p.id IN (SELECT p.id FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) ORDER BY (p.patient_name || '') ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: []
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked;
 
--- values: ["silva"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version;
+-- values: ["silva",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
@@ -36,19 +50,33 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS version;
-
--- values: ["00000000-0000-4000-8000-00000000000a","silva",20,0]
-SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE p.id IN (SELECT p.id FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) ORDER BY (p.patient_name || '') ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
+-- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS version;
+-- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
@@ -70,19 +98,33 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a"]
 SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001) capped) AS total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS version;
-
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",20,0]
-SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE p.id IN (SELECT p.id FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) ORDER BY (p.patient_name || '') ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8 OFFSET $9)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a"]
 SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT count(*) FROM (SELECT FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001) capped) AS total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS version;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
+  WHERE c._total <= 1000 AND p.id IN (
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8 OFFSET $9)
+  ) p ON TRUE
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p

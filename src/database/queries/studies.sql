@@ -27,19 +27,33 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: []
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked;
 
--- values: ["silva"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version;
-
 -- values: ["silva",15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: []
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked;
 
--- values: ["final","silva"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version;
+-- values: ["final","silva",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
@@ -74,19 +88,33 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $3) AS version;
-
--- values: ["00000000-0000-4000-8000-00000000000a","silva",15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+-- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $3) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","final","silva","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS version;
+-- values: ["00000000-0000-4000-8000-00000000000a","final","silva","00000000-0000-4000-8000-00000000000a",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
@@ -121,19 +149,33 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4 AND c.unit_id = $5) AS version;
-
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4 AND c.unit_id = $5) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked;
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT count(*) FROM (SELECT FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4) LIMIT 1001) capped) AS total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS version;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (
+  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+  WHERE c._total <= 1000 AND s.id IN (
+  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)
+  ) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
