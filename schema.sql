@@ -80,12 +80,12 @@ CREATE FUNCTION public.rebuild_list_counts() RETURNS void
       END $$;
 
 CREATE FUNCTION public.search_fold(value text) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$ SELECT lower(public.unaccent('public.unaccent'::regdictionary, value)) $$;
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ BEGIN RETURN lower(public.unaccent('public.unaccent'::regdictionary, value)); END $$;
 
 CREATE FUNCTION public.search_pattern(fragment text) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$ SELECT '%' || regexp_replace(public.search_fold(fragment), '([\\%_])', '\\\1', 'g') || '%' $$;
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ BEGIN RETURN '%' || regexp_replace(public.search_fold(fragment), '([\\%_])', '\\\1', 'g') || '%'; END $$;
 
 CREATE FUNCTION public.study_counts_on_delete() RETURNS trigger
     LANGUAGE plpgsql

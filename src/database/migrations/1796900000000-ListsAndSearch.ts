@@ -7,7 +7,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * Search:
  * - `search_fold(text)`: lower case without accents (unaccent), so "joao" finds "JOÃO". A wrapper
  *   declared IMMUTABLE with the dictionary named, as unaccent() itself is only STABLE and could not
- *   be used in a stored column.
+ *   be used in a stored column. PL/pgSQL, as search_pattern: a custom plan calls them while it is
+ *   planned, and a SQL function that is not inlined plans its body again on every call.
  * - `search_pattern(fragment)`: the LIKE pattern of a typed fragment, folded first and escaped
  *   after, so that a character the folding turns into `%`, `_` or `\` (fullwidth `％`) stays literal.
  * - `search_text`: the folded patient name, patient id and accession number (studies), or name and
@@ -35,12 +36,12 @@ export class ListsAndSearch1796900000000 implements MigrationInterface {
     await q.query(`CREATE EXTENSION IF NOT EXISTS btree_gin`);
     await q.query(`
       CREATE FUNCTION search_fold(value text) RETURNS text
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$ SELECT lower(public.unaccent('public.unaccent'::regdictionary, value)) $$`);
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$ BEGIN RETURN lower(public.unaccent('public.unaccent'::regdictionary, value)); END $$`);
     await q.query(`
       CREATE FUNCTION search_pattern(fragment text) RETURNS text
-        LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-        AS $$ SELECT '%' || regexp_replace(public.search_fold(fragment), '([\\\\%_])', '\\\\\\1', 'g') || '%' $$`);
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
+        AS $$ BEGIN RETURN '%' || regexp_replace(public.search_fold(fragment), '([\\\\%_])', '\\\\\\1', 'g') || '%'; END $$`);
     await q.query(`
       ALTER TABLE studies ADD COLUMN search_text text NOT NULL GENERATED ALWAYS AS (
         search_fold(coalesce(patient_name, '')) || chr(31) || search_fold(coalesce(patient_id, '')) || chr(31) ||
