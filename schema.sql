@@ -83,9 +83,63 @@ CREATE FUNCTION public.search_fold(value text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ BEGIN RETURN lower(public.unaccent('public.unaccent'::regdictionary, value)); END $$;
 
+CREATE FUNCTION public.search_lexemes(folded text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+        DECLARE
+          field text;
+          words text[];
+          lexemes text[] := '{}';
+          k int;
+          i int;
+        BEGIN
+          FOREACH field IN ARRAY string_to_array(folded, chr(31)) LOOP
+            words := array_remove(regexp_split_to_array(field, '[^[:alnum:]]+'), '');
+            FOR k IN 1 .. coalesce(array_length(words, 1), 0) LOOP
+              FOR i IN 1 .. length(words[k]) - 2 LOOP
+                lexemes := lexemes || substr(words[k], i);
+              END LOOP;
+              CONTINUE WHEN k = array_length(words, 1);
+              FOR i IN 1 .. greatest(length(words[k]) - 2, 1) LOOP
+                lexemes := lexemes || (substr(words[k], i) || ' ' || words[k + 1]);
+              END LOOP;
+            END LOOP;
+          END LOOP;
+          RETURN array_to_tsvector(lexemes);
+        END
+        $$;
+
 CREATE FUNCTION public.search_pattern(fragment text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ BEGIN RETURN '%' || regexp_replace(public.search_fold(fragment), '([\\%_])', '\\\1', 'g') || '%'; END $$;
+
+CREATE FUNCTION public.search_query(fragment text) RETURNS tsquery
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+        DECLARE
+          pieces text[] := regexp_split_to_array(search_fold(fragment), '[^[:alnum:]]+');
+          last int := array_length(pieces, 1);
+          terms text[] := '{}';
+          k int;
+        BEGIN
+          IF last = 1 THEN
+            IF length(pieces[1]) >= 3 THEN RETURN (quote_literal(pieces[1]) || ':*')::tsquery; END IF;
+            RETURN NULL;
+          END IF;
+          FOR k IN 1 .. last - 1 LOOP
+            CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '' OR (k = 1 AND length(pieces[1]) < 3);
+            terms := terms || (quote_literal(pieces[k] || ' ' || pieces[k + 1]) || CASE WHEN k + 1 = last THEN ':*' ELSE '' END);
+          END LOOP;
+          IF cardinality(terms) = 0 THEN
+            FOR k IN 1 .. last LOOP
+              CONTINUE WHEN length(pieces[k]) < 3;
+              terms := terms || (quote_literal(pieces[k]) || CASE WHEN k = last THEN ':*' ELSE '' END);
+            END LOOP;
+          END IF;
+          IF cardinality(terms) = 0 THEN RETURN NULL; END IF;
+          RETURN array_to_string(terms, ' & ')::tsquery;
+        END
+        $$;
 
 CREATE FUNCTION public.study_counts_on_delete() RETURNS trigger
     LANGUAGE plpgsql
@@ -427,7 +481,7 @@ CREATE UNIQUE INDEX modalities_unit_name_lower_key ON public.modalities USING bt
 
 CREATE INDEX patients_order_idx ON public.patients USING btree (patient_name, created_at DESC, id) INCLUDE (search_text);
 
-CREATE INDEX patients_search_idx ON public.patients USING gin (tenant_id, search_text public.gin_trgm_ops) WITH (fastupdate=off);
+CREATE INDEX patients_search_idx ON public.patients USING gin (tenant_id, public.search_lexemes(search_text)) WITH (fastupdate=off);
 
 CREATE INDEX patients_tenant_order_idx ON public.patients USING btree (tenant_id, patient_name, created_at DESC, id) INCLUDE (search_text);
 
@@ -451,7 +505,7 @@ CREATE INDEX studies_patient_order_idx ON public.studies USING btree (patient_uu
 
 CREATE INDEX studies_report_order_idx ON public.studies USING btree (tenant_id, report_status, study_date DESC, created_at DESC, id DESC) INCLUDE (unit_id);
 
-CREATE INDEX studies_search_idx ON public.studies USING gin (tenant_id, unit_id, search_text public.gin_trgm_ops) WITH (fastupdate=off);
+CREATE INDEX studies_search_idx ON public.studies USING gin (tenant_id, unit_id, public.search_lexemes(search_text)) WITH (fastupdate=off);
 
 CREATE INDEX studies_tenant_order_idx ON public.studies USING btree (tenant_id, study_date DESC, created_at DESC, id DESC) INCLUDE (search_text);
 

@@ -58,12 +58,15 @@ export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams): st
 
 /**
  * A search fragment (any part of a name, id or accession number, in any case, with or without
- * accents; `%`, `_` and `\` literal) as a condition on the list's rows. The pattern is an
- * immutable function of a parameter: planned for its value, it is a constant the trigram index
- * and the column's statistics see.
+ * accents; `%`, `_` and `\` literal) as a condition on the list's rows. `indexed` (the fragment has
+ * index terms: search_query is not NULL for it) adds its terms, which the search index serves; the
+ * LIKE decides. The pattern and the terms are immutable functions of a parameter: planned for its
+ * value, they are constants the index and the column's statistics see.
  */
-export function listSearchSql(spec: ListSpec, search: string, p: SqlParams): string {
-  return `${spec.searchText} LIKE search_pattern(${p.add(search)})`;
+export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, indexed = false): string {
+  const fragment = p.add(search);
+  const match = `${spec.searchText} LIKE search_pattern(${fragment})`;
+  return indexed ? `${match} AND search_lexemes(${spec.searchText}) @@ search_query(${fragment})` : match;
 }
 
 /** The number of the spec's rows meeting `where`, as a scalar SQL expression. */

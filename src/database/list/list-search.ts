@@ -43,22 +43,22 @@ export interface SearchPage<Row> {
   exact: boolean;
 }
 
-/** The scope's version and the rows a walk of it goes through. */
+/** The scope's version, the rows a walk of it goes through, and whether the fragment has index terms. */
 export function searchMetaSql(query: ListSearchQuery, p: SqlParams): string {
   const counters = query.counters(p);
-  return `SELECT ${counters.version} AS version, ${counters.walked} AS walked`;
+  return `SELECT ${counters.version} AS version, ${counters.walked} AS walked, search_query(${p.add(query.search)}) IS NOT NULL AS indexed`;
 }
 
 /**
  * A first search (no count kept at the scope's version): its matches counted up to one past the
  * cap and, when they are no more, its page sorted from them, in one statement (listFirstSearchSql).
  */
-export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number): string {
-  const where = `${query.conditions(p)} AND ${listSearchSql(query.spec, query.search, p)}`;
+export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number, indexed: boolean): string {
+  const where = `${query.conditions(p)} AND ${listSearchSql(query.spec, query.search, p, indexed)}`;
   return listFirstSearchSql(query.spec, where, `, ${query.counters(p).version} AS _version`, p, offset, limit);
 }
 
-/** A page of the search by `plan`; `cap`: the rows a walk may read. */
+/** A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`: see listSearchSql. */
 export function searchPageSql(
   query: ListSearchQuery,
   plan: SearchPlan,
@@ -66,12 +66,21 @@ export function searchPageSql(
   offset: number,
   limit: number,
   cap: number,
+  indexed = false,
 ): string {
   const { spec } = query;
   if (plan === 'walk') {
     return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), p, offset, limit, cap);
   }
-  return listPageSql(spec, `${query.conditions(p)} AND ${listSearchSql(spec, query.search, p)}`, '', p, offset, limit, true);
+  return listPageSql(
+    spec,
+    `${query.conditions(p)} AND ${listSearchSql(spec, query.search, p, indexed)}`,
+    '',
+    p,
+    offset,
+    limit,
+    true,
+  );
 }
 
 /**
@@ -109,11 +118,17 @@ export class ListSearch {
 
   async page<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
     const p = new SqlParams();
-    const [meta] = await this.prepared.query<{ version: string; walked: string }>(searchMetaSql(query, p), p.values);
+    const [meta] = await this.prepared.query<{ version: string; walked: string; indexed: boolean }>(
+      searchMetaSql(query, p),
+      p.values,
+    );
     let kept = this.totals.kept(query.key, meta.version);
     if (!kept) {
       const q = new SqlParams();
-      const rows = await this.prepared.query<Row & FirstSearchColumns>(searchFirstSql(query, q, offset, limit), q.values);
+      const rows = await this.prepared.query<Row & FirstSearchColumns>(
+        searchFirstSql(query, q, offset, limit, meta.indexed),
+        q.values,
+      );
       kept = { total: Number(rows[0]._total) };
       this.totals.keep(query.key, rows[0]._version, kept);
       if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
@@ -131,7 +146,7 @@ export class ListSearch {
       kept.bunched = true;
     }
     const q = new SqlParams();
-    const rows = await this.prepared.query<Row>(searchPageSql(query, 'collect', q, offset, wanted, 0), q.values);
+    const rows = await this.prepared.query<Row>(searchPageSql(query, 'collect', q, offset, wanted, 0, meta.indexed), q.values);
     return { rows, total, exact };
   }
 }

@@ -5,11 +5,11 @@
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS _total FROM patients p WHERE TRUE ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $1 OFFSET $2;
 
 -- super admin: search with up to 1,000 matches (collected)
--- values: []
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked;
+-- values: ["silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
 -- values: ["silva",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -21,11 +21,11 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- super admin: search with more than 1,000 matches (walked)
--- values: []
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked;
+-- values: ["silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
 -- values: ["silva",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -47,11 +47,11 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS _total FROM patients p WHERE p.tenant_id = $1 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4;
 
 -- clinic admin: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
   FROM _counted c
@@ -63,11 +63,11 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
   FROM _counted c
@@ -95,11 +95,11 @@ SELECT (SELECT count(*) FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELEC
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5;
 
 -- unit user: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a"]
-SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
   FROM _counted c
@@ -111,11 +111,11 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a"]
-SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
   FROM _counted c

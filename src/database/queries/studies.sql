@@ -24,11 +24,11 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $1 OFFSET $2) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: search with up to 1,000 matches (collected)
--- values: []
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked;
+-- values: ["silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
 -- values: ["silva",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.search_text) @@ search_query($1) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -40,11 +40,11 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: search with more than 1,000 matches (walked)
--- values: []
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked;
+-- values: ["silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
 -- values: ["final","silva",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -85,11 +85,11 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $3) AS _version
   FROM _counted c
@@ -101,11 +101,11 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.search_text) @@ search_query($3) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
@@ -146,11 +146,11 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.search_text) @@ search_query($3) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4 AND c.unit_id = $5) AS _version
   FROM _counted c
@@ -162,11 +162,11 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.search_text) @@ search_query($4) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
   FROM _counted c
