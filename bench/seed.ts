@@ -17,8 +17,6 @@ import { join } from 'path';
 import { Client, Pool } from 'pg';
 import slugify from 'slugify';
 import { openDataSource } from '../src/database/data-source-options';
-import { PIECE_COUNT_TABLES, pieceCountsTable } from '../src/database/migration-sql/piece-count-triggers';
-import { PIECE_PAGES_TABLE } from '../src/database/migration-sql/piece-page-triggers';
 import { DEFAULT_BENCH_DATABASE, databaseUrl, poolWithSettings, quoteIdent, seconds } from './lib/db';
 import {
   CITIES,
@@ -34,8 +32,8 @@ import {
 } from './lib/names';
 import { afterLoad, beforeLoad } from './lib/seed-hooks';
 
-// The search's piece count tables and kept first pages, vacuumed and listed with the others.
-const PIECE_COUNTS = [...PIECE_COUNT_TABLES.map(pieceCountsTable), PIECE_PAGES_TABLE];
+// The list counters, vacuumed and listed with the others.
+const COUNTERS = ['study_counts', 'patient_counts'];
 
 export const BENCH_PASSWORD = 'bench-password';
 export const RESULTS_DIR = join(__dirname, 'results');
@@ -575,17 +573,14 @@ async function main(): Promise<void> {
       return ids;
     });
 
-    await step('after-load hooks (counters, search piece counts and pages)', () => afterLoad(db));
+    await step('after-load hooks (list counters)', () => afterLoad(db));
     await step('vacuum analyze', () =>
       runParallel(
         db,
-        // The piece counts too: their sums are index-only scans only on all-visible pages.
-        ['studies', 'series', 'patients', ...PIECE_COUNTS, 'instances', 'users', 'units', 'tenants', 'modalities'].map(
-          (table) => ({
-            label: table,
-            sql: `VACUUM (ANALYZE) ${table}`,
-          }),
-        ),
+        ['studies', 'series', 'patients', ...COUNTERS, 'instances', 'users', 'units', 'tenants', 'modalities'].map((table) => ({
+          label: table,
+          sql: `VACUUM (ANALYZE) ${table}`,
+        })),
       ),
     );
 
@@ -594,7 +589,7 @@ async function main(): Promise<void> {
               pg_size_pretty(pg_total_relation_size(oid)) AS size
          FROM pg_class WHERE relname = ANY($1)
         ORDER BY relname`,
-      [['tenants', 'units', 'users', 'patients', 'studies', 'series', 'instances', ...PIECE_COUNTS]],
+      [['tenants', 'units', 'users', 'patients', 'studies', 'series', 'instances', ...COUNTERS]],
     );
     console.table(counts.rows);
     console.log(`Total: ${seconds(totalStarted)}`);

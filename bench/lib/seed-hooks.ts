@@ -12,8 +12,7 @@ export async function beforeLoad(db: Pool): Promise<void> {
 
 export async function afterLoad(db: Pool): Promise<void> {
   for (const table of LOADED_TABLES) await db.query(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
-  // Counter tables kept by triggers (the ListCounters and SearchPieceCounts migrations) are recounted
-  // in one pass.
+  // The list counters kept by triggers (the ListsAndSearch migration) are recounted in one pass.
   const { rows } = await db.query<{ fn: string | null }>(`SELECT to_regprocedure('rebuild_list_counts()')::text AS fn`);
   if (rows[0]?.fn) await db.query('SELECT rebuild_list_counts()');
 }

@@ -29,17 +29,20 @@ export interface Paginated<T> {
   data: T[];
   current_page: number;
   per_page: number;
+  /** Exact when `total_exact`; a search's total stops at 1,000 (docs/search.md). */
   total: number;
   last_page: number;
+  total_exact: boolean;
 }
 
-export function paginated<T>(data: T[], total: number, page: number, perPage: number): Paginated<T> {
+export function paginated<T>(data: T[], total: number, page: number, perPage: number, totalExact = true): Paginated<T> {
   return {
     data,
     current_page: page,
     per_page: perPage,
     total,
     last_page: Math.max(1, Math.ceil(total / perPage)),
+    total_exact: totalExact,
   };
 }
 

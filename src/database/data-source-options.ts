@@ -33,9 +33,11 @@ export function dataSourceOptions(databaseUrl: string, settings: ConnectionSetti
       // guessed estimate, 0.2 ms without); under load they would take cores from other requests.
       // No JIT compilation either, for the same statements: it starts on estimated costs, which
       // are large wherever a plan does not know its LIMIT, and a walk that runs in 0.3 ms spent
-      // 11-13 ms compiling first (generic plans at 3,000,000 studies: bench/README.md, "Sixth round").
+      // 11-13 ms compiling first (generic plans at 3,000,000 studies).
+      // Prepared list statements are planned for each execution's values (PreparedQueries).
       options: [
         '-c max_parallel_workers_per_gather=0',
+        '-c plan_cache_mode=force_custom_plan',
         '-c jit=off',
         ...(workMemMb > 0 ? [`-c work_mem=${workMemMb}MB`] : []),
       ].join(' '),

@@ -4,13 +4,12 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
 import { Patient } from '../database/entities';
 import {
-  LIST_SEARCH_COLUMNS,
   ListSearch,
+  ListSearchQuery,
   ListSpec,
   listCountSql,
   listPageSql,
   listScopeSql,
-  listSearchCountSql,
   ListTotals,
   PreparedQueries,
   SqlParams,
@@ -18,9 +17,6 @@ import {
 
 const unitPatients = (studiesInUnit: string) =>
   `EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND ${studiesInUnit})`;
-
-/** The id and the columns of the patients list's order. */
-const PATIENT_ORDER_COLUMNS = 'p.id, p.patient_name, p.created_at';
 
 /**
  * The patients list. A patient belongs to a tenant only: a unit-scoped caller sees it only when one
@@ -42,27 +38,35 @@ export const PATIENTS_LIST: ListSpec = {
   order: 'p.patient_name ASC, p.created_at DESC, p.id ASC',
   // The same order through an expression (name || '' is the name) that no index provides.
   unindexedOrder: "(p.patient_name || '') ASC, p.created_at DESC, p.id ASC",
-  orderColumns: PATIENT_ORDER_COLUMNS,
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
-  pieceCounts: { table: 'patient_piece_counts', tenantTable: 'patient_tenant_piece_counts', count: 'patients', perUnit: false },
-  // All in the name order indexes (PatientWalkIndexes migration).
-  walkColumns: `${PATIENT_ORDER_COLUMNS}, p.search_text`,
+  // All in the name order indexes (ListsAndSearch migration).
+  walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
 };
 
-type ListRow = Patient & { _total?: string | null };
+/** A search of the patients list, as ListSearch reads it. */
+export function patientSearch(totals: ListTotals, scope: DataScope, search: string): ListSearchQuery {
+  return {
+    spec: PATIENTS_LIST,
+    key: JSON.stringify(['patients', scope, search]),
+    search,
+    counters: (p) => totals.patients(scope, p),
+    conditions: (p) => listScopeSql(PATIENTS_LIST, scope, p),
+  };
+}
 
-/** The patient without the columns a list statement adds (its total, a search's sizes). */
+type ListRow = Patient & { _total?: string | null; _version?: string };
+
+/** The patient without the columns a list statement adds (its total, a search's scope version). */
 function toPatientRow(row: ListRow): Patient {
-  const patient: Record<string, unknown> = { ...row };
-  for (const column of LIST_SEARCH_COLUMNS) delete patient[column];
-  return patient as unknown as Patient;
+  const { _total, _version, ...patient } = row;
+  return patient as Patient;
 }
 
 /**
  * Patients as the caller may see them: a patient belongs to a tenant only, so a unit-scoped caller
- * sees a patient only when one of its studies is in that unit (an EXISTS on studies_patient_order_idx).
+ * sees a patient only when one of its studies is in that unit (an EXISTS on studies_unit_patient_idx).
  */
 @Injectable()
 export class PatientsRepository {
@@ -83,79 +87,51 @@ export class PatientsRepository {
     return qb;
   }
 
-  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see listScopeSql). */
-  private conditions(scope: DataScope, p: SqlParams, onRows = false): string {
-    return listScopeSql(PATIENTS_LIST, scope, p, onRows);
-  }
-
   /**
-   * One page in name order and the exact total, without counting a tenant's patients per page:
-   * unfiltered, the tenant's counter (patient_counts) in the page's own statement; a unit's
-   * patients (no counter holds those), counted once per scope version and kept (ListTotals) and
-   * walked in the tenant's name order; a search, by ListSearch, whose walks go through the tenant's
-   * name order too (a unit's patient is a tenant's patient with a study in the unit).
+   * One page in name order and its total: unfiltered, the tenant's counter (patient_counts) in the
+   * page's own statement; a unit's patients (no counter holds those), counted once per scope
+   * version and kept (ListTotals); a search, by ListSearch (exact up to SEARCH_TOTAL_CAP).
    */
   async listPatients(
     scope: DataScope,
     search: string | undefined,
     offset: number,
     limit: number,
-  ): Promise<{ rows: Patient[]; total: number }> {
+  ): Promise<{ rows: Patient[]; total: number; exact: boolean }> {
     if (search) {
-      const { rows, total } = await this.searches.page<ListRow>(
-        {
-          spec: PATIENTS_LIST,
-          key: JSON.stringify(['patients', scope, search]),
-          search,
-          scope,
-          counters: (p) => this.totals.patients(scope, p),
-          walkedBy: 'tenant',
-          conditions: (p, onRows) => this.conditions(scope, p, onRows),
-          count: (counted, p) => listSearchCountSql(PATIENTS_LIST, scope, search, counted, p),
-        },
-        offset,
-        limit,
-      );
-      return { rows: rows.map(toPatientRow), total };
+      const page = await this.searches.page<ListRow>(patientSearch(this.totals, scope, search), offset, limit);
+      return { ...page, rows: page.rows.map(toPatientRow) };
     }
     if (scope.kind !== 'unit') {
       const p = new SqlParams();
-      const where = this.conditions(scope, p);
+      const where = listScopeSql(PATIENTS_LIST, scope, p);
       const total = this.totals.patients(scope, p).total as string;
       const rows: ListRow[] = await this.prepared.query(
-        listPageSql(PATIENTS_LIST, where, `${total} AS _total`, p, offset, limit),
+        listPageSql(PATIENTS_LIST, where, `, ${total} AS _total`, p, offset, limit),
         p.values,
       );
-      if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total) };
+      if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total), exact: true };
       const q = new SqlParams();
       const [row] = await this.prepared.query<{ _total: string }>(
         `SELECT ${this.totals.patients(scope, q).total} AS _total`,
         q.values,
       );
-      return { rows: [], total: Number(row._total) };
+      return { rows: [], total: Number(row._total), exact: true };
     }
 
-    const p = new SqlParams();
-    const [meta]: Array<{ version: string }> = await this.prepared.query(
-      `SELECT ${this.totals.patients(scope, p).version} AS version`,
-      p.values,
-    );
-    const key = JSON.stringify(['patients', scope, null]);
-    const total = await this.totals.cached(key, meta.version, async () => {
-      const q = new SqlParams();
-      const [row] = await this.prepared.query<{ total: string; version: string }>(
-        `SELECT ${listCountSql(PATIENTS_LIST, this.conditions(scope, q))} AS total, ${this.totals.patients(scope, q).version} AS version`,
-        q.values,
-      );
-      return { total: Number(row.total), version: row.version };
+    const total = await this.searches.exactTotal({
+      spec: PATIENTS_LIST,
+      key: JSON.stringify(['patients', scope, null]),
+      counters: (p) => this.totals.patients(scope, p),
+      conditions: (p) => listScopeSql(PATIENTS_LIST, scope, p),
     });
-    if (total <= offset) return { rows: [], total };
+    if (total <= offset) return { rows: [], total, exact: true };
     const q = new SqlParams();
     const rows: ListRow[] = await this.prepared.query(
-      listPageSql(PATIENTS_LIST, this.conditions(scope, q), 'NULL AS _total', q, offset, limit),
+      listPageSql(PATIENTS_LIST, listScopeSql(PATIENTS_LIST, scope, q), '', q, offset, limit),
       q.values,
     );
-    return { rows: rows.map(toPatientRow), total };
+    return { rows: rows.map(toPatientRow), total, exact: true };
   }
 
   findPatient(scope: DataScope, id: string): Promise<Patient | null> {

@@ -17,8 +17,8 @@ export class PatientsService {
 
   async list(scope: DataScope, search: string | undefined, pageNumber?: number): Promise<Paginated<PatientDto>> {
     const { page, offset } = pageOffset(pageNumber, PATIENTS_PER_PAGE);
-    const { rows, total } = await this.patients.listPatients(scope, search, offset, PATIENTS_PER_PAGE);
-    return paginated(rows.map(toPatientDto), total, page, PATIENTS_PER_PAGE);
+    const { rows, total, exact } = await this.patients.listPatients(scope, search, offset, PATIENTS_PER_PAGE);
+    return paginated(rows.map(toPatientDto), total, page, PATIENTS_PER_PAGE, exact);
   }
 
   async detail(scope: DataScope, id: string): Promise<PatientDto> {

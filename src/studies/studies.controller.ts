@@ -43,7 +43,8 @@ export class StudiesController {
   @ApiOperation({ summary: 'Studies visible to the caller, 15 per page, newest study date first' })
   @ApiOkResponse({ type: StudyPageDto })
   @ApiUnprocessableEntityResponse({
-    description: 'Invalid page, patient_uuid, exclude_id or report_status, or search over 255 characters',
+    description:
+      'Invalid page, patient_uuid, exclude_id or report_status, or search over 255 characters: `{message, errors: {field: [...]}}`',
   })
   list(@CallerScope() scope: DataScope, @Query() query: ListStudiesQueryDto): Promise<Paginated<StudyDto>> {
     return this.studies.list(

@@ -12,22 +12,22 @@ export interface StudyPlace extends RecordPlace {
 import { Instance, Series, Study, Tenant, Unit } from '../database/entities';
 import {
   ListSearch,
+  ListSearchQuery,
   ListSpec,
   listCountSql,
   listPageSql,
   listScopeSql,
-  listSearchCountSql,
   ListTotals,
   PreparedQueries,
   SqlParams,
 } from '../database/list';
-import { PIECE_PAGE_MIN_MATCHES, PIECE_PAGE_ROWS, piecePageIdsSql } from '../database/migration-sql/piece-page-triggers';
+import type { ReportStatus } from '../database/entities';
 
 export interface StudyFilter {
   search?: string;
   patientUuid?: string;
   excludeId?: string;
-  reportStatus?: 'pending' | 'draft' | 'final';
+  reportStatus?: ReportStatus;
 }
 
 export interface ThumbnailImage {
@@ -84,9 +84,6 @@ export type StudyToExchange = Pick<Study, (typeof EXCHANGED_STUDY_COLUMNS)[numbe
 
 const columns = (alias: string, names: readonly string[]) => names.map((name) => `${alias}.${name}`);
 
-/** The id and the columns of the studies list's order. */
-const STUDY_ORDER_COLUMNS = 's.id, s.study_date, s.created_at';
-
 /** The studies list (also what the QIDO-RS study search reads). */
 export const STUDIES_LIST: ListSpec = {
   from: 'studies s',
@@ -98,14 +95,32 @@ export const STUDIES_LIST: ListSpec = {
   order: 's.study_date DESC, s.created_at DESC, s.id DESC',
   // The same order through an expression (date + 0 is the date) that no index provides.
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
-  orderColumns: STUDY_ORDER_COLUMNS,
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
-  pieceCounts: { table: 'study_piece_counts', tenantTable: 'study_tenant_piece_counts', count: 'studies', perUnit: true },
-  // All in the order indexes (StudyWalkIndexes migration).
-  walkColumns: `${STUDY_ORDER_COLUMNS}, s.search_text`,
-  piecePages: { ids: piecePageIdsSql, rows: PIECE_PAGE_ROWS, minMatches: PIECE_PAGE_MIN_MATCHES },
+  // All in the order indexes (ListsAndSearch migration).
+  walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
 };
+
+/** The studies list's conditions without a search, as SQL with positional parameters. */
+export function studyConditions(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
+  const parts = [listScopeSql(STUDIES_LIST, scope, p)];
+  if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
+  if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
+  if (filter.reportStatus) parts.push(`s.report_status = ${p.add(filter.reportStatus)}`);
+  return parts.join(' AND ');
+}
+
+/** A search of the studies list (filter.search set), as ListSearch reads it. */
+export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyFilter): ListSearchQuery {
+  const { search = '', patientUuid = null, excludeId = null, reportStatus = null } = filter;
+  return {
+    spec: STUDIES_LIST,
+    key: JSON.stringify(['studies', scope, patientUuid, excludeId, reportStatus, search]),
+    search,
+    counters: (p) => totals.studies(scope, p),
+    conditions: (p) => studyConditions(scope, filter, p),
+  };
+}
 
 // A list row keeps its extra columns (named _*): toStudyDto names every field it writes, and copying
 // each row without them cost a tenth of what a list request allocated.
@@ -121,7 +136,7 @@ const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
  * initial migration: (tenant_id | unit_id | patient_uuid, study_date DESC, created_at DESC, id DESC)
- * for scope + order, the search index of the SearchWords migration for a search.
+ * for scope + order, the search index of the ListsAndSearch migration for a search.
  */
 @Injectable()
 export class StudiesRepository {
@@ -137,91 +152,57 @@ export class StudiesRepository {
     return this.db.createQueryBuilder(Study, 's').where(scopeSql.sql, scopeSql.params);
   }
 
-  /** The list conditions without a search, as SQL with positional parameters (`onRows`: see listScopeSql). */
-  private conditions(scope: DataScope, filter: StudyFilter, p: SqlParams, onRows = false): string {
-    const parts = [listScopeSql(STUDIES_LIST, scope, p, onRows)];
-    if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
-    if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
-    if (filter.reportStatus) parts.push(`s.report_status = ${p.add(filter.reportStatus)}`);
-    return parts.join(' AND ');
-  }
-
   /**
-   * One page in list order, and the exact total over the same conditions, without counting a whole
-   * scope per page: unfiltered, the scope's counters (study_counts, a row per unit), less the
-   * excluded study when it is in the scope; a patient's studies, a direct count (a handful of rows
-   * on studies_patient_order_idx). Both come in the page's own statement. A search: see searchStudies.
+   * One page in list order and its total over the same conditions (exact but for a search with more
+   * than SEARCH_TOTAL_CAP matches: ListSearch). Unfiltered, the scope's counters (study_counts, a row
+   * per unit), less the excluded study when it is in the scope; a patient's studies, a direct count
+   * (a handful of rows on studies_patient_order_idx): both in the page's own statement. A report
+   * status, counted once per scope version and kept (ListTotals), read on studies_report_order_idx.
    */
   async listStudies(
     scope: DataScope,
     filter: StudyFilter,
     offset: number,
     limit: number,
-  ): Promise<{ rows: Study[]; total: number }> {
-    if (filter.search) return this.searchStudies(scope, filter, offset, limit);
+  ): Promise<{ rows: Study[]; total: number; exact: boolean }> {
+    if (filter.search) return this.searches.page<Study>(studySearch(this.totals, scope, filter), offset, limit);
+    if (filter.reportStatus && !filter.patientUuid) {
+      const total = await this.searches.exactTotal({
+        spec: STUDIES_LIST,
+        key: JSON.stringify(['studies', scope, filter]),
+        counters: (p) => this.totals.studies(scope, p),
+        conditions: (p) => studyConditions(scope, filter, p),
+      });
+      if (total <= offset) return { rows: [], total, exact: true };
+      const q = new SqlParams();
+      const rows = await this.prepared.query<Study>(
+        listPageSql(STUDIES_LIST, studyConditions(scope, filter, q), '', q, offset, limit),
+        q.values,
+      );
+      return { rows, total, exact: true };
+    }
     const p = new SqlParams();
-    const where = this.conditions(scope, filter, p);
+    const where = studyConditions(scope, filter, p);
     const rows: ListRow[] = await this.prepared.query(
-      listPageSql(STUDIES_LIST, where, `${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit),
+      listPageSql(STUDIES_LIST, where, `, ${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit),
       p.values,
     );
-    if (rows.length > 0) return { rows, total: Number(rows[0]._total) };
+    if (rows.length > 0) return { rows, total: Number(rows[0]._total), exact: true };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
     const [row] = await this.prepared.query<{ _total: string }>(
       `SELECT ${this.totalSql(scope, filter, q)} AS _total`,
       q.values,
     );
-    return { rows: [], total: Number(row._total) };
+    return { rows: [], total: Number(row._total), exact: true };
   }
 
   private totalSql(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
-    // The counters hold whole scopes: a patient's studies or a report state are counted directly.
-    if (filter.patientUuid || filter.reportStatus) return listCountSql(STUDIES_LIST, this.conditions(scope, filter, p));
+    if (filter.patientUuid) return listCountSql(STUDIES_LIST, studyConditions(scope, filter, p));
     const counted = this.totals.studies(scope, p).total as string;
     if (!filter.excludeId) return counted;
     const inScope = listScopeSql(STUDIES_LIST, scope, p);
     return `(${counted} - ${listCountSql(STUDIES_LIST, `s.id = ${p.add(filter.excludeId)} AND ${inScope}`)})`;
-  }
-
-  /** A search's page and exact total (ListSearch): the fragment within the scope and the filter. */
-  private searchStudies(
-    scope: DataScope,
-    filter: StudyFilter,
-    offset: number,
-    limit: number,
-  ): Promise<{ rows: Study[]; total: number }> {
-    const search = filter.search as string;
-    return this.searches.page<Study>(
-      {
-        spec: STUDIES_LIST,
-        key: JSON.stringify([
-          'studies',
-          scope,
-          filter.patientUuid ?? null,
-          filter.excludeId ?? null,
-          filter.reportStatus ?? null,
-          search,
-        ]),
-        search,
-        scope,
-        counters: (p) => this.totals.studies(scope, p),
-        walkedBy: 'total',
-        conditions: (p, onRows) => this.conditions(scope, filter, p, onRows),
-        // The piece counts hold whole scopes: a patient's studies or an excluded study count directly.
-        count: (counted, p) =>
-          filter.patientUuid || filter.excludeId || filter.reportStatus
-            ? counted
-            : listSearchCountSql(STUDIES_LIST, scope, search, counted, p),
-        // The kept pages hold a whole tenant's studies, as its admin sees them.
-        piecePagesTenant:
-          scope.kind === 'tenant' && !filter.patientUuid && !filter.excludeId && !filter.reportStatus
-            ? scope.tenantId
-            : undefined,
-      },
-      offset,
-      limit,
-    );
   }
 
   /** The study with its patient, unit and tenant, or null when missing or outside the scope. */

@@ -15,8 +15,8 @@ export class StudiesService {
 
   async list(scope: DataScope, filter: StudyFilter, pageNumber?: number): Promise<Paginated<StudyDto>> {
     const { page, offset } = pageOffset(pageNumber, STUDIES_PER_PAGE);
-    const { rows, total } = await this.studies.listStudies(scope, filter, offset, STUDIES_PER_PAGE);
-    return paginated(rows.map(toStudyDto), total, page, STUDIES_PER_PAGE);
+    const { rows, total, exact } = await this.studies.listStudies(scope, filter, offset, STUDIES_PER_PAGE);
+    return paginated(rows.map(toStudyDto), total, page, STUDIES_PER_PAGE, exact);
   }
 
   async detail(scope: DataScope, id: string): Promise<StudyDetailDto> {

@@ -219,7 +219,7 @@ describe('Admin: modalities (/api/admin/modalities)', () => {
       expect(p1.body).toMatchObject({ current_page: 1, per_page: 50, total: 51, last_page: 2 });
       expect(p1.body.data).toHaveLength(50);
       expect(p2.body.data.map((m: { name: string }) => m.name)).toEqual(['M 051']);
-      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2 });
+      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
     it.each([

@@ -55,7 +55,7 @@ describe('Admin: units (/api/admin/units)', () => {
       const filtered = await list({ search: `lst ${k}`, tenant_id: a.id });
       expect(ids(filtered.body)).toEqual([a1.id, a2.id]);
       const unknown = await list({ tenant_id: randomUUID() });
-      expect(unknown.body).toEqual({ data: [], current_page: 1, per_page: 50, total: 0, last_page: 1 });
+      expect(unknown.body).toEqual({ data: [], current_page: 1, per_page: 50, total: 0, last_page: 1, total_exact: true });
     });
 
     it('searches name and slug case-insensitively and takes % and _ literally', async () => {
@@ -84,7 +84,7 @@ describe('Admin: units (/api/admin/units)', () => {
       expect(p1.body).toMatchObject({ current_page: 1, per_page: 50, total: 52, last_page: 2 });
       expect(p1.body.data).toHaveLength(50);
       expect(p2.body.data.map((u: { name: string }) => u.name)).toEqual(['U 051', 'U 052']);
-      expect(p9.body).toEqual({ data: [], current_page: 9, per_page: 50, total: 52, last_page: 2 });
+      expect(p9.body).toEqual({ data: [], current_page: 9, per_page: 50, total: 52, last_page: 2, total_exact: true });
     });
 
     it.each([

@@ -419,7 +419,7 @@ describe('Admin: users (/api/admin/users)', () => {
       expect(p1.body).toMatchObject({ current_page: 1, per_page: 50, total: 51, last_page: 2 });
       expect(p1.body.data).toHaveLength(50);
       expect(p2.body.data.map((u: { name: string }) => u.name)).toEqual(['P 051']);
-      expect(p5.body).toEqual({ data: [], current_page: 5, per_page: 50, total: 51, last_page: 2 });
+      expect(p5.body).toEqual({ data: [], current_page: 5, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
     it.each([

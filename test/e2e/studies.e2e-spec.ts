@@ -228,7 +228,7 @@ describe('Studies, series, instances and images', () => {
       const token = await login(t.http, loose.email);
       const list = await t.http.get('/api/studies', { token });
       expect(list.status).toBe(200);
-      expect(list.body).toEqual({ data: [], current_page: 1, per_page: 15, total: 0, last_page: 1 });
+      expect(list.body).toEqual({ data: [], current_page: 1, per_page: 15, total: 0, last_page: 1, total_exact: true });
       const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
       expect((await t.http.get(`/api/studies/${study.id}`, { token })).status).toBe(404);
     });
@@ -260,7 +260,7 @@ describe('Studies, series, instances and images', () => {
 
       const page1 = await t.http.get('/api/studies', { token: fresh.adminToken });
       expect(page1.status).toBe(200);
-      expect(Object.keys(page1.body).sort()).toEqual(['current_page', 'data', 'last_page', 'per_page', 'total']);
+      expect(Object.keys(page1.body).sort()).toEqual(['current_page', 'data', 'last_page', 'per_page', 'total', 'total_exact']);
       expect(page1.body).toMatchObject({ current_page: 1, per_page: 15, total: 17, last_page: 2 });
       const page2 = await t.http.get('/api/studies', { token: fresh.adminToken, query: { page: '2', per_page: '100' } });
       expect(page2.body).toMatchObject({ current_page: 2, per_page: 15, total: 17, last_page: 2 });
@@ -268,7 +268,7 @@ describe('Studies, series, instances and images', () => {
 
       const past = await t.http.get('/api/studies', { token: fresh.adminToken, query: { page: '9' } });
       expect(past.status).toBe(200);
-      expect(past.body).toEqual({ data: [], current_page: 9, per_page: 15, total: 17, last_page: 2 });
+      expect(past.body).toEqual({ data: [], current_page: 9, per_page: 15, total: 17, last_page: 2, total_exact: true });
     });
 
     it('returns items in the Study shape, without patient, unit or tenant objects', async () => {
@@ -465,12 +465,11 @@ describe('Studies, series, instances and images', () => {
       }
     });
 
-    it('widens a walk whose first matches sit deeper than their number promises, and keeps the width', async () => {
+    it('collects the page when a walk of matches that sit deeper than their number promises comes back short', async () => {
       // 20,000 studies: the 3,000 newest without the fragment, then every 6th of the 17,000 older
-      // ones with it (2,833 matches). Spread evenly, 15 matches would take 106 rows; the walk's cap
-      // of 2,000 comes back short, and one of 16,000 (less than the clinic, and than 8 x 2,833
-      // collected matches) fills the page (widerWalkCap). Pages 1 and 2, each asked twice: the
-      // second request walks that width directly (the search's reach).
+      // ones with it (2,833 matches: past the cap, total 1000, not exact). The walk's cap of 2,000
+      // rows comes back short, and the page is collected through the search index instead. Pages 1
+      // and 2, each asked twice: the second request collects directly (the kept count remembers).
       const wide = await createClinic(t.db, t.http);
       await t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
@@ -496,7 +495,13 @@ describe('Studies, series, instances and images', () => {
           });
           expect(res.status).toBe(200);
           const found = res.body.data.map((s: { accession_number: string }) => s.accession_number);
-          expect({ page, request, total: res.body.total, found }).toEqual({ page, request, total: 2_833, found: expected });
+          expect({ page, request, total: res.body.total, exact: res.body.total_exact, found }).toEqual({
+            page,
+            request,
+            total: 1000,
+            exact: false,
+            found: expected,
+          });
         }
       }
     });

@@ -124,7 +124,7 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       const loose = await createUser(t.db, { tenant_id: c.tenant.id, unit_id: null });
       const res = await t.http.get('/api/tenant/templates', { token: await login(t.http, loose.email) });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ data: [], current_page: 1, per_page: 50, total: 0, last_page: 1 });
+      expect(res.body).toEqual({ data: [], current_page: 1, per_page: 50, total: 0, last_page: 1, total_exact: true });
     });
 
     it('shows a super admin every clinic, narrowed by tenant_id and unit_id', async () => {
@@ -163,7 +163,7 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       expect(p1.body).toMatchObject({ current_page: 1, per_page: 50, total: 51, last_page: 2 });
       expect(p1.body.data).toHaveLength(50);
       expect(p2.body.data.map((x: { name: string }) => x.name)).toEqual(['T 051']);
-      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2 });
+      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
     it.each([

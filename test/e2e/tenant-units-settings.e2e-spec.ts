@@ -82,7 +82,7 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       expect(p1.body).toMatchObject({ current_page: 1, per_page: 50, total: 51, last_page: 2 });
       expect(p1.body.data).toHaveLength(50);
       expect(p2.body.data.map((u: { name: string }) => u.name)).toEqual(['Z 049']);
-      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2 });
+      expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
     it.each([

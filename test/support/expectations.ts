@@ -4,7 +4,7 @@ import { randomUUID } from 'crypto';
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** The keys of every paginated answer. */
-export const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total'];
+export const PAGE_KEYS = ['current_page', 'data', 'last_page', 'per_page', 'total', 'total_exact'];
 
 /** A short random tag that keeps names unique across tests sharing one database. */
 export const tag = () => randomUUID().slice(0, 8);

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { GENERIC_CONNECTIONS } from '../../database/list/prepared-queries';
 
 /** What a guarded request costs: a search the index serves, or one it cannot narrow (wildcard-only). */
 export type Cost = 'expensive' | 'wildcard';
@@ -7,11 +6,12 @@ export type Cost = 'expensive' | 'wildcard';
 /**
  * At most this many expensive requests (list searches, QIDO, PDFs, downloads) of one user run at a
  * time in an API process, and of one clinic; a search the index cannot narrow counts against its
- * own, lower limits too. The clinic's limit leaves at least one connection of the search pool
- * (GENERIC_CONNECTIONS) to the other clinics, whatever one clinic sends.
+ * own, lower limits too. A clinic holds at most 3 of the pool's 20 connections (data-source-options)
+ * with expensive requests, so the other clinics always find one, whatever one clinic sends; on
+ * this 2-core size PostgreSQL runs about two searches at once anyway.
  */
 export const FAIR_SHARE_LIMITS: Readonly<Record<Cost, { user: number; tenant: number }>> = {
-  expensive: { user: 3, tenant: Math.max(1, GENERIC_CONNECTIONS - 1) },
+  expensive: { user: 3, tenant: 3 },
   wildcard: { user: 1, tenant: 1 },
 };
 /** A request past a limit waits its turn this long at most (it holds no connection meanwhile), then 429. */

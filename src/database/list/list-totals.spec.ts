@@ -16,26 +16,29 @@ function counter(answers: Array<{ total: number; version: string }>, gate: Promi
   return count;
 }
 
+/** The total of a kept count. */
+const totalOf = async (kept: Promise<{ total: number }>) => (await kept).total;
+
 describe('ListTotals.cached', () => {
   it('counts once per key and version, and again when the version moves', async () => {
     const totals = new ListTotals();
-    expect(await totals.cached('k', '7.3', counter([{ total: 42, version: '7.3' }]))).toBe(42);
+    expect(await totalOf(totals.cached('k', '7.3', counter([{ total: 42, version: '7.3' }])))).toBe(42);
     const again = counter([]);
-    expect(await totals.cached('k', '7.3', again)).toBe(42);
+    expect(await totalOf(totals.cached('k', '7.3', again))).toBe(42);
     expect(again.calls).toBe(0);
     const moved = counter([{ total: 43, version: '9.3' }]);
-    expect(await totals.cached('k', '9.3', moved)).toBe(43);
+    expect(await totalOf(totals.cached('k', '9.3', moved))).toBe(43);
     expect(moved.calls).toBe(1);
-    expect(await totals.cached('other', '9.3', counter([{ total: 1, version: '9.3' }]))).toBe(1);
+    expect(await totalOf(totals.cached('other', '9.3', counter([{ total: 1, version: '9.3' }])))).toBe(1);
   });
 
   it('keeps a count under the version read with it, not the one the caller saw before', async () => {
     const totals = new ListTotals();
     // The caller read 5.1, a write committed, the count saw 6.1: it is exact for 6.1 only.
-    expect(await totals.cached('k', '5.1', counter([{ total: 10, version: '6.1' }]))).toBe(10);
-    expect(await totals.cached('k', '5.1', counter([{ total: 9, version: '5.1' }]))).toBe(9);
+    expect(await totalOf(totals.cached('k', '5.1', counter([{ total: 10, version: '6.1' }])))).toBe(10);
+    expect(await totalOf(totals.cached('k', '5.1', counter([{ total: 9, version: '5.1' }])))).toBe(9);
     const at6 = counter([]);
-    expect(await totals.cached('k', '6.1', at6)).toBe(10);
+    expect(await totalOf(totals.cached('k', '6.1', at6))).toBe(10);
     expect(at6.calls).toBe(0);
   });
 
@@ -52,7 +55,7 @@ describe('ListTotals.cached', () => {
       totals.cached('k', '2.1', otherVersion),
     ];
     open();
-    expect(await Promise.all(pending)).toEqual([5, 5, 6]);
+    expect((await Promise.all(pending)).map((kept) => kept.total)).toEqual([5, 5, 6]);
     expect(second.calls).toBe(0);
   });
 
@@ -62,10 +65,10 @@ describe('ListTotals.cached', () => {
       await totals.cached(`k${i}`, '1.1', counter([{ total: i, version: '1.1' }]));
     }
     const newest = counter([]);
-    expect(await totals.cached('k10000', '1.1', newest)).toBe(10_000);
+    expect(await totalOf(totals.cached('k10000', '1.1', newest))).toBe(10_000);
     expect(newest.calls).toBe(0);
     const oldest = counter([{ total: 0, version: '1.1' }]);
-    expect(await totals.cached('k0', '1.1', oldest)).toBe(0);
+    expect(await totalOf(totals.cached('k0', '1.1', oldest))).toBe(0);
     expect(oldest.calls).toBe(1);
   });
 
@@ -74,18 +77,7 @@ describe('ListTotals.cached', () => {
     await expect(totals.cached('k', '1.1', () => Promise.reject(new Error('connection lost')))).rejects.toThrow(
       'connection lost',
     );
-    expect(await totals.cached('k', '1.1', counter([{ total: 3, version: '1.1' }]))).toBe(3);
-  });
-});
-
-describe('ListTotals sizes', () => {
-  it('remembers the last sizes of each search, whatever the version', () => {
-    const totals = new ListTotals();
-    expect(totals.lastSizes('k')).toBeUndefined();
-    totals.rememberSizes('k', { matches: 10, walked: 100, indexed: true });
-    totals.rememberSizes('k', { matches: 12, walked: 101, indexed: false });
-    expect(totals.lastSizes('k')).toEqual({ matches: 12, walked: 101, indexed: false });
-    expect(totals.lastSizes('other')).toBeUndefined();
+    expect(await totalOf(totals.cached('k', '1.1', counter([{ total: 3, version: '1.1' }])))).toBe(3);
   });
 });
 
@@ -99,8 +91,13 @@ describe('ListTotals SQL', () => {
     );
     expect(studies.version).toContain('::text');
     expect(p.values).toEqual(['t', 'u', 't', 'u']);
-    expect(studies.tenant).toBe('(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $5)');
-    expect(p.values).toEqual(['t', 'u', 't', 'u', 't']);
+    expect(studies.walked).toBe(
+      '(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6)',
+    );
+    expect(p.values).toEqual(['t', 'u', 't', 'u', 't', 'u']);
+    expect(totals.patients({ kind: 'unit', tenantId: 't', unitId: 'u' }, p).walked).toBe(
+      '(SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $7)',
+    );
 
     const q = new SqlParams();
     const patients = totals.patients({ kind: 'unit', tenantId: 't', unitId: 'u' }, q);
@@ -119,25 +116,6 @@ describe('ListTotals SQL', () => {
       '(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE)',
     );
     expect(r.values).toEqual([]);
-  });
-});
-
-describe('ListTotals.keptPage', () => {
-  it('keeps a page per key, offset and limit, with its version and ids in order', () => {
-    const totals = new ListTotals();
-    totals.keepPage('k', 0, 15, '7.3', ['a1', 'b2', 'c3']);
-    expect(totals.keptPage('k', 0, 15)).toEqual({ version: '7.3', ids: '{a1,b2,c3}', count: 3 });
-    expect(totals.keptPage('k', 15, 15)).toBeUndefined();
-    expect(totals.keptPage('k', 0, 20)).toBeUndefined();
-    expect(totals.keptPage('other', 0, 15)).toBeUndefined();
-    totals.keepPage('k', 0, 15, '9.3', ['c3']);
-    expect(totals.keptPage('k', 0, 15)).toEqual({ version: '9.3', ids: '{c3}', count: 1 });
-  });
-
-  it('keeps no empty page', () => {
-    const totals = new ListTotals();
-    totals.keepPage('k', 0, 15, '7.3', []);
-    expect(totals.keptPage('k', 0, 15)).toBeUndefined();
   });
 });
 

@@ -3,7 +3,7 @@ import { ListSearch } from './list-search';
 import { ListTotals } from './list-totals';
 import { PreparedQueries } from './prepared-queries';
 
-/** The shared list machinery: kept totals, the prepared statements of the list hot paths and the searched pages. */
+/** The shared list machinery: kept counts, the prepared list statements and the searched pages. */
 @Module({
   providers: [ListTotals, PreparedQueries, ListSearch],
   exports: [ListTotals, PreparedQueries, ListSearch],

@@ -1,6 +1,6 @@
 /**
- * Positional parameters ($1, $2, ...) for hand-written SQL on the list hot paths, where one statement
- * per request (page and total together) and no query-builder work matter (bench/README.md).
+ * Positional parameters ($1, $2, ...) for the hand-written list SQL, where one statement per request
+ * (page and total together) and no query-builder work matter.
  */
 export class SqlParams {
   readonly values: unknown[] = [];

@@ -30,7 +30,7 @@ export interface InsensitiveMatch {
   regex: string;
   /**
    * The longest literal run of the value (between wildcards) when it has 3+ letters or digits in a
-   * row: the search index (search_query, the SearchWords migration) can then narrow the candidates.
+   * row: the search index (search_query, the ListsAndSearch migration) can then narrow the candidates.
    */
   indexedRun?: string;
 }

@@ -56,8 +56,7 @@ export class QidoRepository {
       if (opaque) where.push(`coalesce(${condition}, false)`);
       else {
         where.push(condition);
-        if (indexed && match.indexedRun)
-          where.push(`search_lexemes(s.search_text) @@ (SELECT search_query(${p.add(match.indexedRun)}))`);
+        if (indexed && match.indexedRun) where.push(`s.search_text LIKE search_pattern(${p.add(match.indexedRun)})`);
       }
     };
     insensitive('s.patient_name', query.patientName, true);

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
+import type { ReportStatus } from '../../database/entities';
 import { SearchPageQueryDto } from '../../common/pagination';
 
 /** GET /api/studies: `search` (patient name, patient id, accession number), filters, `page`. */
@@ -16,9 +17,10 @@ export class ListStudiesQueryDto extends SearchPageQueryDto {
 
   @ApiPropertyOptional({
     enum: ['pending', 'draft', 'final'],
-    description: 'Only the studies in this report state (a worklist)',
+    description:
+      'Only the studies with this report status (a worklist); combinable with search. Not a search: the total stays exact.',
   })
   @IsOptional()
   @IsIn(['pending', 'draft', 'final'], { message: 'The selected report status is invalid.' })
-  report_status?: 'pending' | 'draft' | 'final';
+  report_status?: ReportStatus;
 }

@@ -1,3 +1,4 @@
+import { LAST_PAGE_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_EXACT_DESCRIPTION } from '../../common/responses';
 import { ApiProperty, OmitType } from '@nestjs/swagger';
 import type { Instance, Patient, ReportStatus, Series, Study, Tenant, Unit } from '../../database/entities';
 
@@ -85,8 +86,9 @@ export class StudyPageDto {
   @ApiProperty({ type: [StudyDto] }) data: StudyDto[];
   @ApiProperty() current_page: number;
   @ApiProperty({ example: 15 }) per_page: number;
-  @ApiProperty() total: number;
-  @ApiProperty() last_page: number;
+  @ApiProperty({ description: TOTAL_DESCRIPTION }) total: number;
+  @ApiProperty({ description: LAST_PAGE_DESCRIPTION }) last_page: number;
+  @ApiProperty({ description: TOTAL_EXACT_DESCRIPTION }) total_exact: boolean;
 }
 
 export class NotReadyDto {

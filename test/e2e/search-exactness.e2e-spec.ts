@@ -1,0 +1,204 @@
+/**
+ * The searched lists against their oracle, plain `LIKE` over the folded text in list order: for
+ * random fragments cut from random names (accents, case, separators, digits, LIKE's own
+ * characters, their fullwidth forms), in every kind of scope, every page up to the cap holds the
+ * oracle's rows in the oracle's order, and the total is exact up to 1,000 matches, else 1000 with
+ * `total_exact: false`. Large sets exercise both plans: matches collected through the search index,
+ * matches met by a walk in list order, and matches that sit together far down the list order (the
+ * walk comes back short and the page is collected).
+ */
+import { Prng } from '../fuzz/support/prng';
+import { createTestApp, TestApp } from '../support/app';
+import { createClinic, createSuperAdminUser } from '../support/factories';
+
+jest.setTimeout(300_000);
+
+const WORDS = [
+  'JOÃO',
+  'Joao',
+  'maria',
+  'MARÍA',
+  'Rodríguez',
+  'rigue',
+  'da',
+  'silva',
+  'ana',
+  'conceição',
+  'São',
+  "D'Ávila",
+  'Straße',
+  'x',
+];
+const STUDY_ORDER = 's.study_date DESC, s.created_at DESC, s.id DESC';
+const PATIENT_ORDER = 'p.patient_name ASC, p.created_at DESC, p.id ASC';
+// The oracle's pattern: the fragment folded, then `\`, `%` and `_` escaped by plain replace().
+const ORACLE_PATTERN = `'%' || replace(replace(replace(search_fold($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+
+describe('search: exact up to the cap, LIKE as the oracle', () => {
+  let t: TestApp;
+  let clinic: Awaited<ReturnType<typeof createClinic>>;
+  let other: Awaited<ReturnType<typeof createClinic>>;
+  let superToken: string;
+  const seed = Number(process.env.SEARCH_SEED ?? Date.now() % 1_000_000);
+  const prng = new Prng(seed);
+  const pick = <T>(list: T[]) => prng.pick(list);
+  const digits = (n: number) => Array.from({ length: n }, () => String(Math.floor(prng.next() * 3))).join('');
+  const randomName = () =>
+    Array.from({ length: 1 + Math.floor(prng.next() * 3) }, () => pick(WORDS)).join(pick([' ', '^', ', ', '-'])) +
+    pick(['', '', '%', '_1', '\\']);
+
+  /** The ids the oracle finds, in list order, for a scope (SQL over `s` or `p`, params from $2). */
+  const oracle = async (list: 'studies' | 'patients', scopeSql: string, params: unknown[], fragment: string) => {
+    const sql =
+      list === 'studies'
+        ? `SELECT s.id FROM studies s WHERE ${scopeSql} AND s.search_text LIKE ${ORACLE_PATTERN} ORDER BY ${STUDY_ORDER}`
+        : `SELECT p.id FROM patients p WHERE ${scopeSql} AND p.search_text LIKE ${ORACLE_PATTERN} ORDER BY ${PATIENT_ORDER}`;
+    return ((await t.db.query(sql, [fragment, ...params])) as Array<{ id: string }>).map((row) => row.id);
+  };
+
+  /** Every page the API gives up to its last_page, checked against the oracle's rows. */
+  const expectPages = async (
+    url: string,
+    token: string,
+    fragment: string,
+    expected: string[],
+    perPage: number,
+    pages?: number[],
+  ) => {
+    const capped = expected.slice(0, 1000);
+    const last = Math.max(1, Math.ceil(capped.length / perPage));
+    for (const page of pages ?? Array.from({ length: last + 1 }, (_, i) => i + 1)) {
+      const response = await t.http.get(url, { token, query: { search: fragment, page: String(page) } });
+      expect(response.status).toBe(200);
+      const context = `${url} "${fragment}" page ${page} (SEARCH_SEED=${seed})`;
+      expect({ context, total: response.body.total, exact: response.body.total_exact, last: response.body.last_page }).toEqual({
+        context,
+        total: capped.length,
+        exact: expected.length <= 1000,
+        last,
+      });
+      expect({ context, ids: response.body.data.map((row: { id: string }) => row.id) }).toEqual({
+        context,
+        ids: capped.slice((page - 1) * perPage, page * perPage),
+      });
+    }
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    clinic = await createClinic(t.db, t.http);
+    other = await createClinic(t.db, t.http);
+    superToken = (await createSuperAdminUser(t.db, t.http)).token;
+    const rows: unknown[][] = [];
+    for (let n = 0; n < 240; n++) {
+      const tenant = n % 5 === 4 ? other : clinic;
+      rows.push([
+        tenant.tenant.id,
+        n % 2 ? tenant.unit1.id : tenant.unit2.id,
+        `${pick(['P', '', 'ID'])}${digits(5)}`,
+        randomName(),
+        n,
+      ]);
+    }
+    for (const [tenantId, unitId, patientId, name, n] of rows) {
+      await t.db.query(
+        `WITH p AS (INSERT INTO patients (tenant_id, patient_id, patient_name) VALUES ($1, $3 || '-' || $5, $4) RETURNING id)
+         INSERT INTO studies (tenant_id, unit_id, patient_uuid, imgsrv_study_id, study_instance_uid, patient_id, patient_name,
+                              accession_number, study_date)
+         SELECT $1, $2, p.id, 'ex-' || $5, '1.2.77.' || $5, $3 || '-' || $5, $4, 'AC' || $3, date '2024-01-01' - ($5::int % 30)
+           FROM p`,
+        [tenantId, unitId, patientId, name, n],
+      );
+    }
+  });
+  afterAll(() => t.close());
+
+  it('random fragments, every page, every scope, studies and patients', async () => {
+    const texts = (
+      (await t.db.query(`SELECT patient_name || ' ' || patient_id AS text FROM studies`)) as Array<{ text: string }>
+    ).map((row) => row.text);
+    const fragments = new Set(['ção', 'cao', 'SAO', 'ana', '%', '_1', 'a\\', '％', '＿1', 'ｓｉｌｖａ', 'xyzzy']);
+    while (fragments.size < 40) {
+      const text = pick(texts);
+      const start = Math.floor(prng.next() * text.length);
+      fragments.add(text.slice(start, start + 1 + Math.floor(prng.next() * 8)));
+    }
+    const scopes = [
+      { token: superToken, studies: 'TRUE', patients: 'TRUE', params: [] as unknown[] },
+      { token: clinic.adminToken, studies: 's.tenant_id = $2', patients: 'p.tenant_id = $2', params: [clinic.tenant.id] },
+      {
+        token: clinic.token1,
+        studies: 's.tenant_id = $2 AND s.unit_id = $3',
+        patients: 'p.tenant_id = $2 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.unit_id = $3)',
+        params: [clinic.tenant.id, clinic.unit1.id],
+      },
+    ];
+    for (const fragment of fragments) {
+      for (const scope of scopes) {
+        await expectPages(
+          '/api/studies',
+          scope.token,
+          fragment,
+          await oracle('studies', scope.studies, scope.params, fragment),
+          15,
+        );
+        await expectPages(
+          '/api/patients',
+          scope.token,
+          fragment,
+          await oracle('patients', scope.patients, scope.params, fragment),
+          20,
+        );
+      }
+    }
+  });
+
+  it('fullwidth ％ and ＿ are literal characters, not wildcards', async () => {
+    const [{ n }] = await t.db.query(`SELECT count(*)::int AS n FROM studies WHERE tenant_id = $1`, [clinic.tenant.id]);
+    const percent = await t.http.get('/api/studies', { token: clinic.adminToken, query: { search: '％％％' } });
+    expect(percent.status).toBe(200);
+    expect(n).toBeGreaterThan(0);
+    expect(percent.body).toMatchObject({ total: 0, total_exact: true, data: [] });
+    const underscore = await t.http.get('/api/studies', { token: clinic.adminToken, query: { search: '＿＿＿' } });
+    expect(underscore.body).toMatchObject({ total: 0, total_exact: true, data: [] });
+  });
+
+  it('past 1,000 matches: total 1000, total_exact false, pages exact and in order up to the cap, walked or collected', async () => {
+    // 1,300 recent matches among 400 newer non-matches (walked), and 1,100 matches that sit under
+    // 2,600 newer non-matches (a walk comes back short: collected).
+    const insert = (from: number, count: number, name: string, day: string) =>
+      t.db.query(
+        `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, accession_number, study_date, created_at)
+         SELECT $1, $2, 'cap-' || n, '1.2.78.' || n, 'CAP' || n, $3, NULL, date '${day}' - (n % 3), timestamptz '2024-06-01' + (n % 5) * interval '1 second'
+           FROM generate_series(${from}, ${from + count - 1}) AS n`,
+        [other.tenant.id, other.unit1.id, name],
+      );
+    await insert(1, 1300, 'Many Zebrafinch', '2025-05-01');
+    await insert(2000, 400, 'Nobody Else', '2025-06-01');
+    await insert(3000, 1100, 'Deep Quokkasson', '2015-01-01');
+    await insert(5000, 2600, 'Newer Person', '2020-01-01');
+    const unit = ['s.tenant_id = $2 AND s.unit_id = $3', [other.tenant.id, other.unit1.id]] as const;
+    for (const fragment of ['zebrafin', 'quokkas']) {
+      const expected = await oracle('studies', unit[0], [...unit[1]], fragment);
+      expect(expected.length).toBeGreaterThan(1000);
+      for (const token of [other.token1, other.adminToken]) {
+        await expectPages('/api/studies', token, fragment, expected, 15, [1, 2, 3, 34, 66, 67, 68]);
+        // Asked again (the count kept): the same pages.
+        await expectPages('/api/studies', token, fragment, expected, 15, [1, 67]);
+      }
+    }
+    const exactly = await t.http.get('/api/studies', { token: other.token1, query: { search: 'nobody else' } });
+    expect(exactly.body).toMatchObject({ total: 400, total_exact: true, last_page: 27 });
+  });
+
+  it('every paginated list carries total_exact: true without a search', async () => {
+    for (const url of ['/api/studies', '/api/patients', '/api/tenant/units']) {
+      const response = await t.http.get(url, { token: clinic.adminToken });
+      expect(response.status).toBe(200);
+      expect(response.body.total_exact).toBe(true);
+    }
+    const admin = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: 'a' } });
+    expect(admin.status).toBe(200);
+    expect(admin.body.total_exact).toBe(true);
+  });
+});
