@@ -299,8 +299,13 @@ describe('native harness: Orthanc + storescu + webhook + nginx', () => {
       const status = await rawStatus(nginx!.port, trick, headers);
       expect({ trick, status }).toEqual({ trick, status: 400 });
     }
+    // A STOW-RS upload goes to the API (which checks the session and the walls), never to Orthanc.
     const stow = await fetch(`${nginx!.url}/dicom-web/studies`, { method: 'POST', headers, body: 'x' });
-    expect(stow.status).toBe(403);
+    expect(stow.status).toBe(200);
+    expect(((await stow.json()) as { echo: { url: string } }).echo.url).toBe('/api/dicom-web/studies');
+    // Any other write under /dicom-web/ is refused before the image server.
+    const write = await fetch(`${nginx!.url}/dicom-web/studies/${other}`, { method: 'POST', headers, body: 'x' });
+    expect(write.status).toBe(403);
     expect((await fetch(`${nginx!.url}/_viewer_auth`, { headers })).status).toBe(404);
     expect((await fetch(`${nginx!.url}/app/orthanc/`, { headers })).status).toBe(404);
   });
