@@ -9,6 +9,7 @@ import {
   SEARCH_TOTAL_CAP,
   SearchPlan,
   searchPlan,
+  SMALL_SCOPE_ROWS,
   walkCap,
 } from './list-query';
 import { CounterSql, ListTotals } from './list-totals';
@@ -141,7 +142,8 @@ export class ListSearch {
     );
     let kept = this.totals.kept(query.key, meta.version);
     if (!kept) {
-      const indexed = meta.indexed && !(await this.dense(query, Number(meta.walked)));
+      const walked = Number(meta.walked);
+      const indexed = meta.indexed && walked > SMALL_SCOPE_ROWS && !(await this.dense(query, walked));
       const q = new SqlParams();
       const rows = await this.prepared.query<Row & FirstSearchColumns>(
         searchFirstSql(query, q, offset, limit, indexed),
@@ -156,7 +158,7 @@ export class ListSearch {
     const wanted = Math.min(limit, total - offset);
     if (wanted <= 0) return { rows: [], total, exact };
 
-    if (searchPlan(kept.total, kept.bunched === true) === 'walk') {
+    if (searchPlan(kept.total, kept.bunched === true, Number(meta.walked)) === 'walk') {
       const q = new SqlParams();
       const cap = walkCap(kept.total, Number(meta.walked), offset, wanted);
       const rows = await this.prepared.query<Row>(searchPageSql(query, 'walk', q, offset, wanted, cap), q.values);
