@@ -118,7 +118,7 @@ CREATE FUNCTION public.search_lexemes(folded text) RETURNS tsvector
                 lexemes := lexemes || substr(words[k], i);
               END LOOP;
               CONTINUE WHEN k = array_length(words, 1);
-              FOR i IN 1 .. greatest(length(words[k]) - 2, 1) LOOP
+              FOR i IN 1 .. length(words[k]) LOOP
                 lexemes := lexemes || (substr(words[k], i) || ' ' || words[k + 1]);
               END LOOP;
             END LOOP;
@@ -145,7 +145,7 @@ CREATE FUNCTION public.search_query(fragment text) RETURNS tsquery
             RETURN NULL;
           END IF;
           FOR k IN 1 .. last - 1 LOOP
-            CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '' OR (k = 1 AND length(pieces[1]) < 3);
+            CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '';
             terms := terms || (quote_literal(pieces[k] || ' ' || pieces[k + 1]) || CASE WHEN k + 1 = last THEN ':*' ELSE '' END);
           END LOOP;
           IF cardinality(terms) = 0 THEN

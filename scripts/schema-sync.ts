@@ -72,6 +72,7 @@ class Recorder {
   query<T>(text: string, values: unknown[]): Promise<T[]> {
     this.statements.push({ text, values });
     if (/ AS indexed$/.test(text)) return Promise.resolve([{ version: '1.1', walked: '100000', indexed: true }] as T[]);
+    if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
       const first = { _total: String(this.matches), _version: '1.1' };
       if (this.matches > 1000) return Promise.resolve([{ ...first, id: null }] as T[]);

@@ -7,6 +7,7 @@
  * matches met by a walk in list order, and matches that sit together far down the list order (the
  * walk comes back short and the page is collected).
  */
+import { SMALL_SCOPE_ROWS } from '../../src/database/list/list-query';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser } from '../support/factories';
@@ -110,12 +111,29 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
         [tenantId, unitId, patientId, name, n],
       );
     }
+    // Studies and patients few fragments find (the studies older than the others), so that the
+    // clinic and the super admin's whole archive are larger than SMALL_SCOPE_ROWS and searched
+    // through the search index, while a unit's studies are walked whole.
+    await t.db.query(
+      `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, study_date)
+       SELECT $1, $2, 'fill-' || n, '1.2.79.' || n, 'QQQ', 'Qqq Qqq', date '2010-01-01' FROM generate_series(1, $3::int) AS n`,
+      [clinic.tenant.id, clinic.unit2.id, SMALL_SCOPE_ROWS],
+    );
+    await t.db.query(
+      `INSERT INTO patients (tenant_id, patient_id, patient_name)
+       SELECT $1, 'QQQ' || translate(n::text, '0123456789', 'BCDFGHJKLM'), 'Qqq Qqq' FROM generate_series(1, $2::int) AS n`,
+      [clinic.tenant.id, SMALL_SCOPE_ROWS],
+    );
   });
   afterAll(() => t.close());
 
   it('random fragments, every page, every scope, studies and patients', async () => {
     const texts = (
-      (await t.db.query(`SELECT patient_name || ' ' || patient_id AS text FROM studies`)) as Array<{ text: string }>
+      (await t.db.query(
+        `SELECT patient_name || ' ' || patient_id AS text FROM studies WHERE imgsrv_study_id LIKE 'ex-%'`,
+      )) as Array<{
+        text: string;
+      }>
     ).map((row) => row.text);
     const fragments = new Set(['ção', 'cao', 'SAO', 'ana', '%', '_1', 'a\\', '％', '＿1', 'ｓｉｌｖａ', 'xyzzy']);
     while (fragments.size < 40) {
@@ -177,6 +195,8 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     await insert(2000, 400, 'Nobody Else', '2025-06-01');
     await insert(3000, 1100, 'Deep Quokkasson', '2015-01-01');
     await insert(5000, 2600, 'Newer Person', '2020-01-01');
+    // Older rows that make the unit larger than SMALL_SCOPE_ROWS, which is walked whole.
+    await insert(8000, SMALL_SCOPE_ROWS - 5000, 'Older Person', '2010-01-01');
     const unit = ['s.tenant_id = $2 AND s.unit_id = $3', [other.tenant.id, other.unit1.id]] as const;
     for (const fragment of ['zebrafin', 'quokkas']) {
       const expected = await oracle('studies', unit[0], [...unit[1]], fragment);

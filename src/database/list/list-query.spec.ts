@@ -6,6 +6,7 @@ import {
   listWalkPageSql,
   SEARCH_TOTAL_CAP,
   searchPlan,
+  SMALL_SCOPE_ROWS,
   walkCap,
 } from './list-query';
 import { SqlParams } from './sql-params';
@@ -23,17 +24,25 @@ const SPEC: ListSpec = {
 
 describe('searchPlan', () => {
   it('collects up to the cap, walks past it, and collects matches a walk found bunched', () => {
-    expect(searchPlan(0, false)).toBe('collect');
-    expect(searchPlan(SEARCH_TOTAL_CAP, false)).toBe('collect');
-    expect(searchPlan(SEARCH_TOTAL_CAP + 1, false)).toBe('walk');
-    expect(searchPlan(SEARCH_TOTAL_CAP + 1, true)).toBe('collect');
+    expect(searchPlan(0, false, 100_000)).toBe('collect');
+    expect(searchPlan(SEARCH_TOTAL_CAP, false, 100_000)).toBe('collect');
+    expect(searchPlan(SEARCH_TOTAL_CAP + 1, false, 100_000)).toBe('walk');
+    expect(searchPlan(SEARCH_TOTAL_CAP + 1, true, 100_000)).toBe('collect');
+  });
+
+  it('walks a small scope whole, unless a walk of the search came back short', () => {
+    expect(searchPlan(3, false, SMALL_SCOPE_ROWS)).toBe('walk');
+    expect(searchPlan(3, false, SMALL_SCOPE_ROWS + 1)).toBe('collect');
+    expect(searchPlan(3, true, SMALL_SCOPE_ROWS)).toBe('collect');
+    expect(walkCap(3, SMALL_SCOPE_ROWS, 0, 15)).toBe(SMALL_SCOPE_ROWS);
+    expect(walkCap(3, 500, 0, 15)).toBe(2_000);
   });
 });
 
 describe('walkCap', () => {
   it('is four times what evenly spread matches need, at least 2,000 rows', () => {
     expect(walkCap(1001, 1_000_000, 0, 15)).toBe(Math.ceil((4 * 15 * 1_000_000) / 1001));
-    expect(walkCap(1001, 10_000, 0, 15)).toBe(2_000);
+    expect(walkCap(1001, 20_000, 0, 15)).toBe(2_000);
     expect(walkCap(1001, 1_000_000, 990, 10)).toBe(Math.ceil((4 * 1000 * 1_000_000) / 1001));
   });
 });

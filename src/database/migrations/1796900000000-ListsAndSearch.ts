@@ -15,9 +15,11 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   id (patients), joined by U+001F: a stored generated column, so every writer fills it.
  * - `search_lexemes(search_text)`: the index terms. Of every word (runs of letters and digits),
  *   every suffix of 3+ characters, so a fragment inside a word is a prefix of one of them ("rigue"
- *   of "rodrigues": 'rigue':*); and of every two adjacent words of one field, each such suffix of
- *   the first (or the whole first word) with the whole second word, so a fragment spanning a word
- *   break is one selective term ("zende azevedo":*) instead of two common ones intersected.
+ *   of "rodrigues": 'rigue':*); and of every two adjacent words of one field, every suffix of the
+ *   first (down to its last letter) with the whole second word, so a fragment spanning a word
+ *   break is one selective term ("zende azevedo":*, "a fernande":*) instead of two common ones
+ *   intersected, or a common one alone ("fernande":* has 2.4 times the candidates of "a fernande":*
+ *   in the largest clinic at 1,000,000 studies; "gome":* 47 times those of "el gome":*).
  * - `search_query(fragment)`: the terms a fragment must have, or NULL when it has no piece of 3+
  *   characters (then the search walks the list order or tests the scope's rows).
  * - One GIN index per table on the terms with the scope columns beside it (btree_gin). A trigram
@@ -68,7 +70,7 @@ export class ListsAndSearch1796900000000 implements MigrationInterface {
                 lexemes := lexemes || substr(words[k], i);
               END LOOP;
               CONTINUE WHEN k = array_length(words, 1);
-              FOR i IN 1 .. greatest(length(words[k]) - 2, 1) LOOP
+              FOR i IN 1 .. length(words[k]) LOOP
                 lexemes := lexemes || (substr(words[k], i) || ' ' || words[k + 1]);
               END LOOP;
             END LOOP;
@@ -79,7 +81,8 @@ export class ListsAndSearch1796900000000 implements MigrationInterface {
     // Pieces are split as search_lexemes splits words. A fragment without a break is inside one
     // word: any word with a suffix starting with it. Otherwise the first piece ends a word (it is
     // one of its suffixes, whole), the middle ones are whole words and the last starts a word: each
-    // adjacent pair is a term, the last one a prefix. Pieces too short to be a term are left to LIKE.
+    // adjacent pair is a term, the last one a prefix. Without a pair, the pieces of 3+ characters
+    // are the terms; a fragment with neither is left to LIKE.
     await q.query(`
       CREATE FUNCTION search_query(fragment text) RETURNS tsquery
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT
@@ -95,7 +98,7 @@ export class ListsAndSearch1796900000000 implements MigrationInterface {
             RETURN NULL;
           END IF;
           FOR k IN 1 .. last - 1 LOOP
-            CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '' OR (k = 1 AND length(pieces[1]) < 3);
+            CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '';
             terms := terms || (quote_literal(pieces[k] || ' ' || pieces[k + 1]) || CASE WHEN k + 1 = last THEN ':*' ELSE '' END);
           END LOOP;
           IF cardinality(terms) = 0 THEN

@@ -8,6 +8,9 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
+-- values: ["silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
+
 -- values: ["silva",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -23,6 +26,9 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
+
+-- values: ["silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
 
 -- values: ["silva",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
@@ -50,6 +56,9 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
+-- values: ["00000000-0000-4000-8000-00000000000a","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
+
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -65,6 +74,9 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
 -- clinic admin: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
@@ -98,6 +110,9 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
+
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -113,6 +128,9 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
 -- unit user: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),

@@ -27,6 +27,9 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
 
+-- values: ["silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1);
+
 -- values: ["silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.search_text) @@ search_query($1) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -42,6 +45,9 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
+
+-- values: ["final","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2);
 
 -- values: ["final","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.search_text) @@ search_query($2) LIMIT 1001),
@@ -88,6 +94,9 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
 
+-- values: ["00000000-0000-4000-8000-00000000000a","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
+
 -- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.search_text) @@ search_query($2) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -103,6 +112,9 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
 -- clinic admin: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","final","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva","00000000-0000-4000-8000-00000000000a",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.search_text) @@ search_query($3) LIMIT 1001),
@@ -149,6 +161,9 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
 
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
+
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.search_text) @@ search_query($3) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
@@ -164,6 +179,9 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
 -- unit user: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.search_text) @@ search_query($4) LIMIT 1001),
