@@ -55,7 +55,7 @@ export class ValidateRawRoute implements OnModuleInit {
 
   private answer(request: IncomingMessage, response: ServerResponse, verdict: Verdict, started: number): void {
     const { status, headers, body } = verdictResponse(verdict);
-    response.writeHead(status, { ...headers, 'x-request-id': requestIdOf(request) });
+    response.writeHead(status, headers(requestIdOf(request)));
     // A string body goes out in the same write as the headers (a Buffer would take a writev).
     response.end(request.method === 'HEAD' || body === '' ? undefined : body);
     this.metrics?.httpRequest(request.method ?? 'GET', VALIDATE_PATH, verdict.status, (performance.now() - started) / 1000);

@@ -2,12 +2,16 @@ import type { Verdict } from './viewer.service';
 
 /**
  * How a verdict of GET /api/viewer/token/validate goes out, for both of its routes (the raw route on
- * a socket, ViewerController in process): status, body and headers are decided here only. The
- * caller adds the request id, as every answer of the API carries it.
+ * a socket, ViewerController in process): status, body and headers are decided here only.
  */
 export interface VerdictResponse {
   status: number;
-  headers: Readonly<Record<string, string | number>>;
+  /**
+   * The headers, with the request id every answer of the API carries: a new object each time, as
+   * Node's writeHead reads it key by key (a spread copy of one shared object cost 3 µs a request,
+   * a sixth of the whole validation).
+   */
+  headers: (requestId: string) => Record<string, string | number>;
   /** The JSON body, or '' for 200 (then no Content-Type either). */
   body: string;
 }
@@ -18,12 +22,17 @@ export function verdictResponse(verdict: Verdict): VerdictResponse {
   let response = responses.get(verdict);
   if (response === undefined) {
     const body = 'body' in verdict ? JSON.stringify(verdict.body) : '';
-    const headers: Record<string, string | number> = {
-      // The verdict is for this request only: nginx must not keep it, nor anything between.
-      'cache-control': 'no-store',
-      'content-length': Buffer.byteLength(body),
-    };
-    if (body !== '') headers['content-type'] = 'application/json; charset=utf-8';
+    const length = Buffer.byteLength(body);
+    // The verdict is for this request only: nginx must not keep it, nor anything between.
+    const headers =
+      body === ''
+        ? (requestId: string) => ({ 'cache-control': 'no-store', 'content-length': 0, 'x-request-id': requestId })
+        : (requestId: string) => ({
+            'cache-control': 'no-store',
+            'content-type': 'application/json; charset=utf-8',
+            'content-length': length,
+            'x-request-id': requestId,
+          });
     response = { status: verdict.status, headers, body };
     responses.set(verdict, response);
   }

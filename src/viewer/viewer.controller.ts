@@ -73,7 +73,7 @@ export class ViewerController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const { status, headers, body } = verdictResponse(await this.viewer.validate(request.headers, () => request.ip));
-    reply.status(status).headers(headers);
+    reply.status(status).headers(headers(request.id));
     if (body === '') reply.send();
     else reply.send(body);
   }

@@ -2,10 +2,11 @@ import { InjectQueue } from '@nestjs/bull';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bull';
 import Redis from 'ioredis';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
 import { REDIS } from '../../common/redis/redis.module';
 import { withTimeout } from '../../common/with-timeout';
+import { ProcessCounter, ProcessHistogram } from './process-metrics';
 import { SharedCounter, SharedHistogram } from './shared-histogram';
 
 export type ViewerValidationResult = 'allowed' | 'missing_token' | 'invalid_token' | 'forbidden';
@@ -39,10 +40,19 @@ const QUEUE_COUNT_TIMEOUT_MS = 2000;
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
-  private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
-  private readonly httpRequests: Counter<'method' | 'route' | 'status_code'>;
-  private readonly viewerValidations: Counter<'result'>;
-  private readonly viewerCache: Counter<'result'>;
+  private readonly httpDuration = new ProcessHistogram(
+    'pacs_http_request_duration_seconds',
+    'HTTP request latency by route pattern (not raw URL), method and status code.',
+    HTTP_BUCKETS,
+  );
+  private readonly viewerValidations = new ProcessCounter(
+    'pacs_viewer_validations_total',
+    'Viewer token validations (the proxy subrequest) by result.',
+  );
+  private readonly viewerCache = new ProcessCounter(
+    'pacs_viewer_validation_cache_total',
+    'Study-to-tenant lookups of viewer validations: hit (cache) or miss (database).',
+  );
   private readonly dicomDoorRefusals: Counter<'reason'>;
   private readonly jobDuration: SharedHistogram;
   private readonly ingestionLagHistogram: SharedHistogram;
@@ -56,31 +66,15 @@ export class MetricsService {
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'pacs_' });
-    this.httpDuration = new Histogram({
-      name: 'pacs_http_request_duration_seconds',
-      help: 'HTTP request latency by route pattern (not raw URL), method and status code.',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: HTTP_BUCKETS,
-      registers,
-    });
-    this.httpRequests = new Counter({
-      name: 'pacs_http_requests_total',
-      help: 'HTTP requests answered, by route pattern, method and status code.',
-      labelNames: ['method', 'route', 'status_code'],
-      registers,
-    });
-    this.viewerValidations = new Counter({
-      name: 'pacs_viewer_validations_total',
-      help: 'Viewer token validations (the proxy subrequest) by result.',
-      labelNames: ['result'],
-      registers,
-    });
-    this.viewerCache = new Counter({
-      name: 'pacs_viewer_validation_cache_total',
-      help: 'Study-to-tenant lookups of viewer validations: hit (cache) or miss (database).',
-      labelNames: ['result'],
-      registers,
-    });
+    this.registry.registerMetric(this.httpDuration as never);
+    this.registry.registerMetric(
+      this.httpDuration.counter(
+        'pacs_http_requests_total',
+        'HTTP requests answered, by route pattern, method and status code.',
+      ) as never,
+    );
+    this.registry.registerMetric(this.viewerValidations as never);
+    this.registry.registerMetric(this.viewerCache as never);
     this.dicomDoorRefusals = new Counter({
       name: 'pacs_dicom_door_refused_total',
       help: "Instances a device sent that the study's door refused (C-STORE 0xA700), by reason.",
@@ -138,15 +132,21 @@ export class MetricsService {
   }
 
   httpRequest(method: string, route: string, statusCode: number, seconds: number): void {
-    const labels = { method, route, status_code: String(statusCode) };
-    this.httpDuration.observe(labels, seconds);
-    this.httpRequests.inc(labels);
+    if (!Number.isFinite(seconds)) return;
+    this.httpDuration.observe(
+      `${method} ${statusCode} ${route}`,
+      () => ({ method, route, status_code: String(statusCode) }),
+      seconds,
+    );
   }
 
   /** For the viewer's validate endpoint; `cacheHit` when a study-to-tenant lookup was made. */
   viewerValidation(result: ViewerValidationResult, cacheHit?: boolean): void {
-    this.viewerValidations.inc({ result });
-    if (cacheHit !== undefined) this.viewerCache.inc({ result: cacheHit ? 'hit' : 'miss' });
+    this.viewerValidations.inc(result, () => ({ result }));
+    if (cacheHit !== undefined) {
+      const hit = cacheHit ? 'hit' : 'miss';
+      this.viewerCache.inc(hit, () => ({ result: hit }));
+    }
   }
 
   /** Counted by the API process that answered the image server's door question. */
