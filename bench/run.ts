@@ -16,7 +16,7 @@ import { cpus, loadavg, totalmem } from 'os';
 import { join, relative } from 'path';
 import { Client } from 'pg';
 import { DEFAULT_BENCH_DATABASE, databaseUrl } from './lib/db';
-import { API_NODE_FLAGS, Child, cpuMsOf, memoryOf, rssSampler, startApi, startBareServer } from './lib/processes';
+import { API_NODE_FLAGS, Child, cpuMsOf, memoryOf, pinServers, rssSampler, startApi, startBareServer } from './lib/processes';
 import { markdownTable, percentile, round, textTable } from './lib/stats';
 
 const ROOT = join(__dirname, '..');
@@ -107,6 +107,8 @@ interface Scenario {
   setupRequest?: (request: autocannon.Request) => autocannon.Request;
   /** Why it cannot run, when known before the probe. */
   unavailable?: string;
+  /** Its x-bare ratio from slices taken in turn with the bare server's (measurePaired). */
+  pairedWithBare?: boolean;
 }
 
 interface Measured {
@@ -458,6 +460,7 @@ function scenarios(fx: Fixtures, tokens: Tokens, viewer: { token?: string; missi
       path: '/api/viewer/token/validate',
       headers: { 'x-viewer-token': viewer.token ?? '', 'x-original-uri': `/dicom-web/studies/${fx.studyUid}/series` },
       unavailable: viewer.missing,
+      pairedWithBare: true,
     },
   ];
 }
@@ -497,6 +500,68 @@ async function drive(
   });
   const result = await new Promise<autocannon.Result>((resolve) => instance.on('done', resolve));
   return { result, latencies, statuses };
+}
+
+/**
+ * `measure`'s load from a fresh Node process: the paired rows' slices. A load generator that has run
+ * other rows before answers the same server's responses more slowly (seen with the viewer gate:
+ * 40,000 against 62,000 requests/s of the same build, in turn with a bare server that kept its
+ * rate), and the gap then lands on the server measured, not on the reference.
+ */
+async function measureInChild(
+  base: string,
+  s: Scenario,
+  connections: number,
+  duration: number,
+  cpu?: number,
+): Promise<Measured> {
+  const script = `
+    const autocannon = require('autocannon');
+    const [url, connections, duration, method, path, headers] = JSON.parse(process.argv[1]);
+    const latencies = []; const statuses = {};
+    const instance = autocannon({ url, connections, duration, timeout: 10, requests: [{ method, path, headers }] }, () => undefined);
+    instance.on('response', (_c, code, _b, time) => { latencies.push(time); statuses[code] = (statuses[code] || 0) + 1; });
+    instance.on('done', (result) => {
+      latencies.sort((a, b) => a - b);
+      const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+      process.stdout.write(JSON.stringify({ n: latencies.length, seconds: result.duration, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors: result.errors + result.timeouts, statuses }));
+    });`;
+  const args = ['-e', script, JSON.stringify([base, connections, duration, s.method, s.path, s.headers ?? {}])];
+  const child = spawnSync(
+    cpu === undefined ? process.execPath : 'taskset',
+    cpu === undefined ? args : ['-c', String(cpu), process.execPath, ...args],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    },
+  );
+  if (child.status !== 0) throw new Error(`load generator failed: ${child.stderr}`);
+  const out = JSON.parse(child.stdout) as {
+    n: number;
+    seconds: number;
+    p50: number;
+    p99: number;
+    max: number;
+    errors: number;
+    statuses: Record<string, number>;
+  };
+  const non2xx = Object.entries(out.statuses)
+    .filter(([code]) => !code.startsWith('2'))
+    .reduce((sum, [, n]) => sum + n, 0);
+  return {
+    key: s.key,
+    label: s.label,
+    connections,
+    status: 'ok',
+    requests: out.n,
+    rps: round(out.n / out.seconds, 0),
+    p50: round(out.p50, 2),
+    p99: round(out.p99, 2),
+    max: round(out.max, 1),
+    errors: non2xx + out.errors,
+    statuses: out.statuses,
+  };
 }
 
 /** Where CPU time is read: the API process, and the PostgreSQL backends serving the bench database. */
@@ -556,6 +621,86 @@ async function measure(
     peakRssMb: memory ? round(memory.peak(), 0) : undefined,
     apiCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.api - cpuBefore.api) / completed, 3) : undefined,
     pgCpuMs: cpuBefore && cpuAfter && completed ? round(pgCpuBetween(cpuBefore.pg, cpuAfter.pg) / completed, 3) : undefined,
+  };
+}
+
+/** Slices of each of the two servers in a paired row (bare, scenario, bare, scenario, ...). */
+const PAIRED_SLICES = 4;
+
+/**
+ * A row measured against the bare server in the same minute: slices of each, taken in turn, so that
+ * what the shared machine does meanwhile weighs on both alike (the bare server's own rate moved 2x
+ * between the start and the end of one run). The row's ratio is the scenario's requests over the
+ * bare server's in those slices; its other columns are the scenario's slices together.
+ */
+async function measurePaired(
+  base: string,
+  bareBase: string,
+  serverPids: number[],
+  s: Scenario,
+  bare: Scenario,
+  connections: number,
+  duration: number,
+  memory?: ReturnType<typeof rssSampler>,
+  probe?: CpuProbe,
+): Promise<Measured> {
+  const slice = Math.max(1, Math.round(duration / PAIRED_SLICES));
+  // The bare server is sent the very request the scenario sends (it answers any), so that the ratio
+  // weighs what the API does with it, not the parsing of its headers.
+  const reference: Scenario = { ...bare, method: s.method, path: s.path, headers: s.headers };
+  const parts: Measured[] = [];
+  let bareRequests = 0;
+  let bareSeconds = 0;
+  // The server measured and its reference on one core, the load generator on the other: where the
+  // scheduler puts them otherwise decides the figure (the same build measured 40,000 or 62,000
+  // requests/s from one run to the next, the bare server unchanged).
+  const pinned = pinServers(cpus().length, serverPids);
+  try {
+    for (let i = 0; i < PAIRED_SLICES; i++) {
+      const answered = await measureInChild(bareBase, reference, connections, slice, pinned?.generator);
+      bareRequests += answered.requests ?? 0;
+      bareSeconds += (answered.requests ?? 0) / Math.max(1, answered.rps ?? 1);
+      memory?.resetPeak();
+      const cpuBefore = probe ? await cpuNow(probe) : null;
+      const part = await measureInChild(base, s, connections, slice, pinned?.generator);
+      const cpuAfter = probe ? await cpuNow(probe) : null;
+      if (memory) part.peakRssMb = round(memory.peak(), 0);
+      if (cpuBefore && cpuAfter && part.requests) {
+        part.apiCpuMs = round((cpuAfter.api - cpuBefore.api) / part.requests, 3);
+        part.pgCpuMs = round(pgCpuBetween(cpuBefore.pg, cpuAfter.pg) / part.requests, 3);
+      }
+      parts.push(part);
+    }
+  } finally {
+    pinned?.release();
+  }
+  const requests = parts.reduce((sum, part) => sum + (part.requests ?? 0), 0);
+  const seconds = parts.reduce((sum, part) => sum + (part.requests ?? 0) / Math.max(1, part.rps ?? 1), 0);
+  const weighted = (pick: (part: Measured) => number | undefined) =>
+    round(parts.reduce((sum, part) => sum + (pick(part) ?? 0) * (part.requests ?? 0), 0) / Math.max(1, requests), 3);
+  const statuses: Record<string, number> = {};
+  for (const part of parts)
+    for (const [code, n] of Object.entries(part.statuses ?? {})) statuses[code] = (statuses[code] ?? 0) + n;
+  const rps = round(requests / seconds, 0);
+  const bareRps = round(bareRequests / bareSeconds, 0);
+  return {
+    key: s.key,
+    label: s.label,
+    connections,
+    status: 'ok',
+    note: `bare server in the same slices: ${bareRps} req/s`,
+    requests,
+    rps,
+    // Latency percentiles are not additive: the worst slice's.
+    p50: Math.max(...parts.map((part) => part.p50 ?? 0)),
+    p99: Math.max(...parts.map((part) => part.p99 ?? 0)),
+    max: Math.max(...parts.map((part) => part.max ?? 0)),
+    errors: parts.reduce((sum, part) => sum + (part.errors ?? 0), 0),
+    statuses,
+    ratio: round(rps / bareRps, 3),
+    peakRssMb: memory ? Math.max(...parts.map((part) => part.peakRssMb ?? 0)) : undefined,
+    apiCpuMs: probe ? weighted((part) => part.apiCpuMs) : undefined,
+    pgCpuMs: probe ? weighted((part) => part.pgCpuMs) : undefined,
   };
 }
 
@@ -961,6 +1106,24 @@ async function main(): Promise<void> {
       }
       if (options.warmup > 0) await drive(base, s, 8, options.warmup);
       for (const c of connectionCounts) {
+        if (s.pairedWithBare) {
+          const row = await measurePaired(
+            base,
+            bare.url,
+            [bare.process.pid as number, pid],
+            s,
+            every.find((x) => x.key === 'bare')!,
+            c,
+            options.duration,
+            memory,
+            cpuProbe,
+          );
+          rows.push(row);
+          console.log(
+            `${s.label.padEnd(52)} c=${String(c).padStart(2)}  ${String(row.rps).padStart(6)} req/s  ${row.ratio}x bare (${row.note})  p50 ${row.p50} ms  p99 ${row.p99} ms  errors ${row.errors}  cpu ${row.apiCpuMs ?? '-'}/${row.pgCpuMs ?? '-'} ms`,
+          );
+          continue;
+        }
         const row = await measure(
           base,
           s,

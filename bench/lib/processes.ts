@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'child_process';
+import { ChildProcess, spawn, spawnSync } from 'child_process';
 import { readFileSync } from 'fs';
 import { createServer } from 'net';
 import { API_NODE_FLAGS } from '../../scripts/api-node-flags';
@@ -146,4 +146,20 @@ export function cpuMsOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * Pins the given processes (every thread) to the last core and leaves the first to a load
+ * generator started with `taskset -c <generator>`; `release` gives them every core back. Undefined
+ * on a single core, or where taskset is missing.
+ */
+export function pinServers(cores: number, pids: number[]): { generator: number; release(): void } | undefined {
+  if (cores < 2) return undefined;
+  const set = (list: string) =>
+    pids.every((pid) => spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' }).status === 0);
+  if (!set(String(cores - 1))) {
+    set(`0-${cores - 1}`);
+    return undefined;
+  }
+  return { generator: 0, release: () => void set(`0-${cores - 1}`) };
 }
