@@ -1,5 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public;
-
 CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
 
 CREATE EXTENSION IF NOT EXISTS pgcrypto WITH SCHEMA public;
@@ -101,10 +99,11 @@ CREATE FUNCTION public.search_fold(value text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ BEGIN RETURN lower(public.unaccent('public.unaccent'::regdictionary, value)); END $$;
 
-CREATE FUNCTION public.search_lexemes(folded text) RETURNS tsvector
+CREATE FUNCTION public.search_lexemes(tenant uuid, folded text) RETURNS tsvector
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
         DECLARE
+          key text := left(tenant::text, 8) || ':';
           field text;
           words text[];
           lexemes text[] := '{}';
@@ -115,11 +114,11 @@ CREATE FUNCTION public.search_lexemes(folded text) RETURNS tsvector
             words := array_remove(regexp_split_to_array(field, '[^[:alnum:]]+'), '');
             FOR k IN 1 .. coalesce(array_length(words, 1), 0) LOOP
               FOR i IN 1 .. length(words[k]) - 2 LOOP
-                lexemes := lexemes || substr(words[k], i);
+                lexemes := lexemes || (key || substr(words[k], i));
               END LOOP;
               CONTINUE WHEN k = array_length(words, 1);
               FOR i IN 1 .. length(words[k]) LOOP
-                lexemes := lexemes || (substr(words[k], i) || ' ' || words[k + 1]);
+                lexemes := lexemes || (key || substr(words[k], i) || ' ' || words[k + 1]);
               END LOOP;
             END LOOP;
           END LOOP;
@@ -131,7 +130,31 @@ CREATE FUNCTION public.search_pattern(fragment text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ BEGIN RETURN '%' || regexp_replace(public.search_fold(fragment), '([\\%_])', '\\\1', 'g') || '%'; END $$;
 
-CREATE FUNCTION public.search_query(fragment text) RETURNS tsquery
+CREATE FUNCTION public.search_query(tenants uuid[], fragment text) RETURNS tsquery[]
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+        DECLARE
+          terms text[] := search_terms(fragment);
+          tenant uuid;
+          term text;
+          own text[];
+          queries tsquery[] := '{}';
+        BEGIN
+          IF terms IS NULL THEN RETURN NULL; END IF;
+          FOREACH tenant IN ARRAY tenants LOOP
+            own := '{}';
+            FOREACH term IN ARRAY terms LOOP
+              own := own || CASE WHEN right(term, 1) = '*'
+                THEN quote_literal(left(tenant::text, 8) || ':' || left(term, -1)) || ':*'
+                ELSE quote_literal(left(tenant::text, 8) || ':' || term) END;
+            END LOOP;
+            queries := queries || array_to_string(own, ' & ')::tsquery;
+          END LOOP;
+          RETURN queries;
+        END
+        $$;
+
+CREATE FUNCTION public.search_terms(fragment text) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
         DECLARE
@@ -140,22 +163,18 @@ CREATE FUNCTION public.search_query(fragment text) RETURNS tsquery
           terms text[] := '{}';
           k int;
         BEGIN
-          IF last = 1 THEN
-            IF length(pieces[1]) >= 3 THEN RETURN (quote_literal(pieces[1]) || ':*')::tsquery; END IF;
-            RETURN NULL;
-          END IF;
           FOR k IN 1 .. last - 1 LOOP
             CONTINUE WHEN pieces[k] = '' OR pieces[k + 1] = '';
-            terms := terms || (quote_literal(pieces[k] || ' ' || pieces[k + 1]) || CASE WHEN k + 1 = last THEN ':*' ELSE '' END);
+            terms := terms || (pieces[k] || ' ' || pieces[k + 1] || CASE WHEN k + 1 = last THEN '*' ELSE '' END);
           END LOOP;
           IF cardinality(terms) = 0 THEN
             FOR k IN 1 .. last LOOP
               CONTINUE WHEN length(pieces[k]) < 3;
-              terms := terms || (quote_literal(pieces[k]) || CASE WHEN k = last THEN ':*' ELSE '' END);
+              terms := terms || (pieces[k] || CASE WHEN k = last THEN '*' ELSE '' END);
             END LOOP;
           END IF;
           IF cardinality(terms) = 0 THEN RETURN NULL; END IF;
-          RETURN array_to_string(terms, ' & ')::tsquery;
+          RETURN terms;
         END
         $$;
 
@@ -309,7 +328,6 @@ CREATE TABLE public.patients (
     search_text text GENERATED ALWAYS AS (((public.search_fold((COALESCE(patient_name, ''::character varying))::text) || chr(31)) || public.search_fold((COALESCE(patient_id, ''::character varying))::text))) STORED NOT NULL,
     CONSTRAINT patients_patient_sex_check CHECK (((patient_sex)::text = ANY ((ARRAY['M'::character varying, 'F'::character varying])::text[])))
 );
-ALTER TABLE ONLY public.patients ALTER COLUMN search_text SET STATISTICS 1000;
 
 CREATE TABLE public.report_pdfs (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -442,7 +460,6 @@ CREATE TABLE public.studies (
     CONSTRAINT studies_patient_sex_check CHECK (((patient_sex)::text = ANY ((ARRAY['M'::character varying, 'F'::character varying])::text[]))),
     CONSTRAINT studies_report_status_check CHECK (((report_status)::text = ANY ((ARRAY['pending'::character varying, 'draft'::character varying, 'final'::character varying])::text[])))
 );
-ALTER TABLE ONLY public.studies ALTER COLUMN search_text SET STATISTICS 1000;
 
 CREATE TABLE public.study_counts (
     tenant_id uuid NOT NULL,
@@ -611,7 +628,7 @@ CREATE UNIQUE INDEX modalities_unit_name_lower_key ON public.modalities USING bt
 
 CREATE INDEX patients_order_idx ON public.patients USING btree (patient_name, created_at DESC, id) INCLUDE (search_text);
 
-CREATE INDEX patients_search_idx ON public.patients USING gin (tenant_id, public.search_lexemes(search_text)) WITH (fastupdate=off);
+CREATE INDEX patients_search_idx ON public.patients USING gin (public.search_lexemes(tenant_id, search_text)) WITH (fastupdate=off);
 
 CREATE INDEX patients_tenant_order_idx ON public.patients USING btree (tenant_id, patient_name, created_at DESC, id) INCLUDE (search_text);
 
@@ -647,7 +664,7 @@ CREATE INDEX studies_patient_order_idx ON public.studies USING btree (patient_uu
 
 CREATE INDEX studies_report_order_idx ON public.studies USING btree (tenant_id, report_status, study_date DESC, created_at DESC, id DESC) INCLUDE (unit_id);
 
-CREATE INDEX studies_search_idx ON public.studies USING gin (tenant_id, unit_id, public.search_lexemes(search_text)) WITH (fastupdate=off);
+CREATE INDEX studies_search_idx ON public.studies USING gin (public.search_lexemes(tenant_id, search_text)) WITH (fastupdate=off);
 
 CREATE INDEX studies_tenant_order_idx ON public.studies USING btree (tenant_id, study_date DESC, created_at DESC, id DESC) INCLUDE (search_text);
 

@@ -12,6 +12,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
+  scopeTenantsSql,
   SqlParams,
 } from '../database/list';
 
@@ -52,7 +53,8 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     key: JSON.stringify(['patients', scope, search]),
     search,
     counters: (p) => totals.patients(scope, p),
-    conditions: (p) => listScopeSql(PATIENTS_LIST, scope, p),
+    conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
+    tenants: (p) => scopeTenantsSql(scope, p),
   };
 }
 

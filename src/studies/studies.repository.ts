@@ -19,6 +19,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
+  scopeTenantsSql,
   SqlParams,
 } from '../database/list';
 import type { ReportStatus } from '../database/entities';
@@ -102,8 +103,8 @@ export const STUDIES_LIST: ListSpec = {
 };
 
 /** The studies list's conditions without a search, as SQL with positional parameters. */
-export function studyConditions(scope: DataScope, filter: StudyFilter, p: SqlParams): string {
-  const parts = [listScopeSql(STUDIES_LIST, scope, p)];
+export function studyConditions(scope: DataScope, filter: StudyFilter, p: SqlParams, throughTerms = false): string {
+  const parts = [listScopeSql(STUDIES_LIST, scope, p, throughTerms)];
   if (filter.patientUuid) parts.push(`s.patient_uuid = ${p.add(filter.patientUuid)}`);
   if (filter.excludeId) parts.push(`s.id <> ${p.add(filter.excludeId)}`);
   if (filter.reportStatus) parts.push(`s.report_status = ${p.add(filter.reportStatus)}`);
@@ -118,7 +119,8 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     key: JSON.stringify(['studies', scope, patientUuid, excludeId, reportStatus, search]),
     search,
     counters: (p) => totals.studies(scope, p),
-    conditions: (p) => studyConditions(scope, filter, p),
+    conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
+    tenants: (p) => scopeTenantsSql(scope, p),
   };
 }
 

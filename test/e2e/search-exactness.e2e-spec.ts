@@ -211,6 +211,39 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     expect(exactly.body).toMatchObject({ total: 400, total_exact: true, last_page: 27 });
   });
 
+  it("a clinic whose id starts like another's (the terms' key) finds only its own studies and patients", async () => {
+    // The search terms carry the first 8 hex digits of the clinic's id; two clinics that share them
+    // share terms, and the scope's own condition must still keep each to its own rows.
+    const twinId = `${clinic.tenant.id.slice(0, 8)}-0000-4000-8000-${String(seed).padStart(12, '0')}`;
+    await t.db.query(`INSERT INTO tenants (id, name, slug, is_active) VALUES ($1, $2, $2, true)`, [twinId, `twin-${seed}`]);
+    const [unit] = await t.db.query(`INSERT INTO units (tenant_id, name, slug) VALUES ($1, 'Twin', 'twin') RETURNING id`, [
+      twinId,
+    ]);
+    await t.db.query(
+      `WITH p AS (INSERT INTO patients (tenant_id, patient_id, patient_name)
+                  SELECT $1, 'TW' || n, 'Twinkle Mirrorson' FROM generate_series(1, 30) AS n RETURNING id, patient_id)
+       INSERT INTO studies (tenant_id, unit_id, patient_uuid, imgsrv_study_id, study_instance_uid, patient_id, patient_name, study_date)
+       SELECT $1, $2, p.id, 'twin-' || p.patient_id, '1.2.80.' || substr(p.patient_id, 3), p.patient_id, 'Twinkle Mirrorson', date '2025-01-01'
+         FROM p`,
+      [twinId, unit.id],
+    );
+    await t.db.query(
+      `WITH p AS (INSERT INTO patients (tenant_id, patient_id, patient_name) VALUES ($1, 'OWN-TW', 'Twinkle Mirrorson') RETURNING id)
+       INSERT INTO studies (tenant_id, unit_id, patient_uuid, imgsrv_study_id, study_instance_uid, patient_id, patient_name, study_date)
+       SELECT $1, $2, p.id, 'own-twin', '1.2.81.1', 'OWN-TW', 'Twinkle Mirrorson', date '2025-01-01' FROM p`,
+      [clinic.tenant.id, clinic.unit1.id],
+    );
+    for (const fragment of ['twinkle', 'le mirr', 'mirrorson']) {
+      for (const url of ['/api/studies', '/api/patients']) {
+        const own = await t.http.get(url, { token: clinic.adminToken, query: { search: fragment } });
+        expect({ url, fragment, total: own.body.total }).toEqual({ url, fragment, total: 1 });
+        expect(own.body.data[0].patient_id).toBe('OWN-TW');
+      }
+      const everyone = await t.http.get('/api/studies', { token: superToken, query: { search: fragment } });
+      expect(everyone.body.total).toBe(31);
+    }
+  });
+
   it('every paginated list carries total_exact: true without a search', async () => {
     for (const url of ['/api/studies', '/api/patients', '/api/tenant/units']) {
       const response = await t.http.get(url, { token: clinic.adminToken });

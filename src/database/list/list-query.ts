@@ -1,4 +1,4 @@
-import { DataScope, scopeCondition, ScopeColumns } from '../../common/auth/data-scope';
+import { DataScope, scopeCondition, ScopeColumns, scopeTenantId } from '../../common/auth/data-scope';
 import { SqlParams } from './sql-params';
 
 /**
@@ -49,24 +49,41 @@ const DIRECT_OFFSET_MAX = 300;
 /** The alias of the spec's table: `s` for `studies s`. */
 const tableAlias = (spec: ListSpec): string => spec.from.split(' ')[1];
 
-/** The caller's scope on the list's rows, as SQL with positional parameters in `p`. */
-export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams): string {
-  const own = p.bind(scopeCondition(scope, spec.scope));
+/**
+ * The caller's scope on the list's rows, as SQL with positional parameters in `p`. `throughTerms`:
+ * the statement also reads the search terms of the scope's clinics (listSearchSql with `tenants`),
+ * which carry the clinic already; the clinic is then compared as text, a form no btree index
+ * serves, so that the planner does not intersect the terms' candidates with a bitmap of every row
+ * of the clinic ('tonio' in the largest clinic at 1,000,000 studies: 5,600 candidates in 2 ms, then
+ * 200,000 rows of its btree in 14 ms).
+ */
+export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams, throughTerms = false): string {
+  const columns = throughTerms ? { ...spec.scope, tenant: `${spec.scope.tenant}::text` } : spec.scope;
+  const own = p.bind(scopeCondition(scope, columns));
   if (scope.kind !== 'unit' || !spec.unitScope) return own;
   return `${own} AND ${spec.unitScope(p.bind(scopeCondition(scope, { tenant: 's.tenant_id', unit: 's.unit_id' })))}`;
 }
 
+/** The clinics whose search terms a scope reads (search_query's `tenants`): its own, or every one. */
+export function scopeTenantsSql(scope: DataScope, p: SqlParams): string {
+  const tenant = scopeTenantId(scope);
+  return tenant === null ? '(SELECT array_agg(t.id) FROM tenants t)' : `ARRAY[${p.add(tenant)}::uuid]`;
+}
+
 /**
  * A search fragment (any part of a name, id or accession number, in any case, with or without
- * accents; `%`, `_` and `\` literal) as a condition on the list's rows. `indexed` (the fragment has
- * index terms: search_query is not NULL for it) adds its terms, which the search index serves; the
- * LIKE decides. The pattern and the terms are immutable functions of a parameter: planned for its
- * value, they are constants the index and the column's statistics see.
+ * accents; `%`, `_` and `\` literal) as a condition on the list's rows. `tenants` (scopeTenantsSql;
+ * only when the fragment has index terms: search_terms is not NULL for it) adds its terms in those
+ * clinics, which the search index serves; the LIKE decides. The pattern and the terms are immutable
+ * functions of parameters: planned for their values, they are constants the index and the column's
+ * statistics see.
  */
-export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, indexed = false): string {
+export function listSearchSql(spec: ListSpec, search: string, p: SqlParams, tenants?: string): string {
   const fragment = p.add(search);
   const match = `${spec.searchText} LIKE search_pattern(${fragment})`;
-  return indexed ? `${match} AND search_lexemes(${spec.searchText}) @@ search_query(${fragment})` : match;
+  return tenants === undefined
+    ? match
+    : `${match} AND search_lexemes(${spec.scope.tenant}, ${spec.searchText}) @@ ANY(search_query(${tenants}, ${fragment}))`;
 }
 
 /** The number of the spec's rows meeting `where`, as a scalar SQL expression. */

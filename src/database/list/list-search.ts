@@ -24,8 +24,13 @@ export interface ListSearchQuery {
   search: string;
   /** The counters of the caller's scope (ListTotals.studies or .patients). */
   counters: (p: SqlParams) => CounterSql;
-  /** The list's conditions without the fragment: the scope (listScopeSql) and any filter. */
-  conditions: (p: SqlParams) => string;
+  /**
+   * The list's conditions without the fragment: the scope (listScopeSql, `throughTerms` when the
+   * statement reads the search terms too) and any filter.
+   */
+  conditions: (p: SqlParams, throughTerms?: boolean) => string;
+  /** The clinics whose search terms the scope reads (scopeTenantsSql). */
+  tenants: (p: SqlParams) => string;
 }
 
 /** What a first search's statement adds to each row (searchFirstSql). */
@@ -47,7 +52,7 @@ export interface SearchPage<Row> {
 /** The scope's version, the rows a walk of it goes through, and whether the fragment has index terms. */
 export function searchMetaSql(query: ListSearchQuery, p: SqlParams): string {
   const counters = query.counters(p);
-  return `SELECT ${counters.version} AS version, ${counters.walked} AS walked, search_query(${p.add(query.search)}) IS NOT NULL AS indexed`;
+  return `SELECT ${counters.version} AS version, ${counters.walked} AS walked, search_terms(${p.add(query.search)}) IS NOT NULL AS indexed`;
 }
 
 /**
@@ -55,7 +60,7 @@ export function searchMetaSql(query: ListSearchQuery, p: SqlParams): string {
  * cap and, when they are no more, its page sorted from them, in one statement (listFirstSearchSql).
  */
 export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number, indexed: boolean): string {
-  const where = `${query.conditions(p)} AND ${listSearchSql(query.spec, query.search, p, indexed)}`;
+  const where = `${query.conditions(p, indexed)} AND ${listSearchSql(query.spec, query.search, p, indexed ? query.tenants(p) : undefined)}`;
   return listFirstSearchSql(query.spec, where, `, ${query.counters(p).version} AS _version`, p, offset, limit);
 }
 
@@ -92,7 +97,7 @@ export function searchPageSql(
   }
   return listPageSql(
     spec,
-    `${query.conditions(p)} AND ${listSearchSql(spec, query.search, p, indexed)}`,
+    `${query.conditions(p, indexed)} AND ${listSearchSql(spec, query.search, p, indexed ? query.tenants(p) : undefined)}`,
     '',
     p,
     offset,
@@ -120,7 +125,7 @@ export class ListSearch {
    * The exact total of a list filtered without a search (a report status, a unit's patients): the
    * same version and kept count as a search's, counted in full.
    */
-  async exactTotal(query: Omit<ListSearchQuery, 'search'>): Promise<number> {
+  async exactTotal(query: Omit<ListSearchQuery, 'search' | 'tenants'>): Promise<number> {
     const p = new SqlParams();
     const [meta] = await this.prepared.query<{ version: string }>(`SELECT ${query.counters(p).version} AS version`, p.values);
     const kept = await this.totals.cached(query.key, meta.version, async () => {

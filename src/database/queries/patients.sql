@@ -6,13 +6,13 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 
 -- super admin: search with up to 1,000 matches (collected)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
 
 -- values: ["silva",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -25,13 +25,13 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_query($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
 
 -- values: ["silva",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.search_text) @@ search_query($1) LIMIT 1001),
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
@@ -54,39 +54,39 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 
 -- clinic admin: search with up to 1,000 matches (collected)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
--- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
   WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5)
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6)
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_query($3) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
--- values: ["00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2) AND search_lexemes(p.search_text) @@ search_query($2) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $3) AS _version
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
   WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5)
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6)
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
@@ -108,39 +108,39 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 
 -- unit user: search with up to 1,000 matches (collected)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
+SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_terms($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
   WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8 OFFSET $9)
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10)
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: search with more than 1,000 matches (walked)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_query($5) IS NOT NULL AS indexed;
+SELECT ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS version, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $4) AS walked, search_terms($5) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.search_text) @@ search_query($4) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $5) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7)) AS _version
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
   WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8 OFFSET $9)
+  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10)
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
