@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ListModule } from '../database/list';
 import { ReportsModule } from '../reports';
 import { StudiesModule } from '../studies';
 import { ViewerModule } from '../viewer';
@@ -9,7 +10,7 @@ import { StudySharesController } from './study-shares.controller';
 
 /** Share links of a study: created by whoever sees it, opened by anyone with the token. */
 @Module({
-  imports: [StudiesModule, ViewerModule, ReportsModule],
+  imports: [ListModule, StudiesModule, ViewerModule, ReportsModule],
   controllers: [StudySharesController, SharesController],
   providers: [SharesRepository, SharesService],
 })

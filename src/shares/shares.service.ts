@@ -21,12 +21,6 @@ export const SHARE_LOCK_SECONDS = 15 * 60;
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 const failuresKey = (shareId: string) => `share-fails:${shareId}`;
-/**
- * Set when a share is revoked, before its viewer tokens are deleted: an open that was issuing a
- * token meanwhile sees it and takes its token back. Kept past any open that could still be running.
- */
-const revokedKey = (shareId: string) => `share-revoked:${shareId}`;
-const REVOKED_FLAG_SECONDS = 3600;
 export const tokenHash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
 export const ShareErrors = {
@@ -128,7 +122,6 @@ export class SharesService {
   async revoke(user: AuthUser, scope: DataScope, studyId: string, shareId: string, from: Requester): Promise<void> {
     if (!(await this.studies.studyExists(scope, studyId))) throw Errors.notFound('Study');
     if (!(await this.shares.revoke(studyId, shareId))) throw ShareErrors.notFound();
-    await this.redis.set(revokedKey(shareId), '1', 'EX', REVOKED_FLAG_SECONDS);
     await this.viewer.revokeShareTokens(shareId);
     this.record('share.revoke', shareId, studyId, user, from);
   }
@@ -150,11 +143,8 @@ export class SharesService {
       },
       secondsLeft,
     );
-    // A revocation that ran while the token was being issued may have missed it: look again.
-    if (await this.redis.exists(revokedKey(share.id))) {
-      await this.viewer.revokeShareTokens(share.id);
-      throw ShareErrors.revoked();
-    }
+    // Revoked while the token was being issued: the viewer took it back.
+    if (!viewerToken) throw ShareErrors.revoked();
     this.record('share.open', share.id, share.study_id, null, from);
     return {
       viewer_token: viewerToken.token,

@@ -42,6 +42,12 @@ export const FORBIDDEN: Verdict = { status: HttpStatus.FORBIDDEN, result: 'forbi
 export const viewerTokenKey = (token: string) => `viewer:${token}`;
 /** The viewer tokens a share gave, so that its revocation ends them all at once. */
 const shareTokensKey = (shareId: string) => `viewer-share:${shareId}`;
+/**
+ * Set when a share is revoked, before its viewer tokens are deleted: a token being issued meanwhile
+ * sees it in its own transaction and is taken back. Kept past any issue that could still be running.
+ */
+const shareRevokedKey = (shareId: string) => `share-revoked:${shareId}`;
+const SHARE_REVOKED_FLAG_SECONDS = 3600;
 
 // A token is re-read from Redis at most this often per process. Its expiry is exact regardless
 // (expires_at travels with it); a deactivated account is caught by AccountStatusService's own cache.
@@ -112,14 +118,15 @@ export class ViewerService {
   async issue(user: AuthUser, scope: DataScope, studyId: string): Promise<ViewerTokenDto> {
     const study = await this.studies.findStudyRef(scope, studyId);
     if (!study) throw new ApiError(HttpStatus.NOT_FOUND, { error: 'Study not found' });
-    return this.issueToken({ userId: user.id, study });
+    return (await this.issueToken({ userId: user.id, study }))!;
   }
 
   /**
    * Every viewer token is made here, a user's or a share's: the caller has checked that the grant is
-   * due (the study in the user's scope, or an open share of it).
+   * due (the study in the user's scope, or an open share of it). Null for a share's token when the
+   * share was revoked while it was being written (the token is taken back).
    */
-  async issueToken(grant: ViewerGrant, ttl = this.config.VIEWER_TOKEN_TTL): Promise<ViewerTokenDto> {
+  private async issueToken(grant: ViewerGrant, ttl = this.config.VIEWER_TOKEN_TTL): Promise<ViewerTokenDto | null> {
     const token = randomUUID();
     const session: ViewerSession = {
       user_id: grant.userId,
@@ -129,13 +136,22 @@ export class ViewerService {
       share_id: grant.shareId ?? null,
       expires_at: Date.now() + ttl * 1000,
     };
-    const write = this.redis.multi().set(viewerTokenKey(token), this.records.seal(token, session), 'EX', ttl);
+    // One pipeline; Redis runs one connection's commands in order, so the revocation flag is read
+    // after the token is in the share's set: a revocation either set the flag before (seen here) or
+    // finds this token in the set afterwards (it sets the flag before it reads the set).
+    const write = this.redis.pipeline().set(viewerTokenKey(token), this.records.seal(token, session), 'EX', ttl);
     if (session.share_id) {
       // The set outlives every token in it: each new token pushes its expiry out to the token's.
       const key = shareTokensKey(session.share_id);
-      write.sadd(key, token).expire(key, ttl, 'GT').expire(key, ttl, 'NX');
+      write.sadd(key, token).expire(key, ttl, 'GT').expire(key, ttl, 'NX').exists(shareRevokedKey(session.share_id));
     }
-    await write.exec();
+    const written = await write.exec();
+    const failed = written?.find(([error]) => error);
+    if (failed) throw failed[0];
+    if (session.share_id && written?.[written.length - 1]?.[1] === 1) {
+      await this.revokeShareTokens(session.share_id);
+      return null;
+    }
     // The viewer's first requests follow at once: have the study's UID ready for them (best effort:
     // validation looks it up itself otherwise).
     await this.studyPlaces.placesOf([grant.study.study_instance_uid]).catch(() => undefined);
@@ -144,9 +160,10 @@ export class ViewerService {
 
   /**
    * A token for the one study a share link opens, for at most `maxTtl` seconds (the share's own
-   * expiry), recorded under the share so that `revokeShareTokens` ends it.
+   * expiry), recorded under the share so that `revokeShareTokens` ends it; null when the share was
+   * revoked meanwhile.
    */
-  async issueForShare(shared: SharedStudy, maxTtl: number): Promise<ViewerTokenDto> {
+  async issueForShare(shared: SharedStudy, maxTtl: number): Promise<ViewerTokenDto | null> {
     // The token reads in its creator's name and dies with their account: a share without one gives none.
     if (!shared.created_by) throw new ApiError(HttpStatus.GONE, { message: 'This link is no longer available.' });
     const ttl = Math.max(1, Math.min(this.config.VIEWER_TOKEN_TTL, Math.floor(maxTtl)));
@@ -174,8 +191,12 @@ export class ViewerService {
     }
   }
 
-  /** Ends every viewer token the share gave, at once (a share's session is never cached in memory). */
+  /**
+   * Ends every viewer token the share gave, at once (a share's session is never cached in memory),
+   * and every token issued for it from now on.
+   */
   async revokeShareTokens(shareId: string): Promise<void> {
+    await this.redis.set(shareRevokedKey(shareId), '1', 'EX', SHARE_REVOKED_FLAG_SECONDS);
     const tokens = await this.redis.smembers(shareTokensKey(shareId));
     await this.redis.del(shareTokensKey(shareId), ...tokens.map(viewerTokenKey));
   }

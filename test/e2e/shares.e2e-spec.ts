@@ -1,5 +1,8 @@
 import { createHash } from 'crypto';
+import Redis from 'ioredis';
 import { AuditService } from '../../src/audit/audit.service';
+import { REDIS } from '../../src/common/redis/redis.module';
+import { ViewerService } from '../../src/viewer';
 import { createTestApp, TestApp } from '../support/app';
 import { createImagedStudy, StudyRow } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
@@ -320,6 +323,31 @@ describe('Share links', () => {
       ]);
       // Revoking again changes nothing.
       expect((await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`, { token: clinic.token1 })).status).toBe(204);
+    });
+
+    it('takes back a token issued while the share was being revoked (the open answers 410)', async () => {
+      // An open that passed the share's row before the revocation, and writes its token after the
+      // revocation deleted the others: the token's own transaction sees the revocation.
+      const share = await created();
+      const viewer = t.app.get(ViewerService);
+      const redis = t.app.get<Redis>(REDIS);
+      await viewer.revokeShareTokens(share.id);
+      const tokensBefore = (await redis.keys(`${redis.options.keyPrefix}viewer:*`)).length;
+      expect(tokensBefore).toBeGreaterThan(0);
+      const issued = await viewer.issueForShare(
+        {
+          share_id: share.id,
+          created_by: clinic.user1.id,
+          tenant_id: clinic.tenant.id,
+          unit_id: clinic.unit1.id,
+          study_id: study.id,
+          study_instance_uid: study.study_instance_uid,
+        },
+        600,
+      );
+      expect(issued).toBeNull();
+      expect(await redis.smembers(`viewer-share:${share.id}`)).toEqual([]);
+      expect((await redis.keys(`${redis.options.keyPrefix}viewer:*`)).length).toBe(tokensBefore);
     });
 
     it('answers 404 outside the scope, for a share of another study and for an unknown share', async () => {

@@ -334,11 +334,17 @@ describe('the viewer gate against the real image server', () => {
     expect(issued.status).toBe(200);
     viewerToken = issued.body.token;
     // A share's token, issued as the shares feature issues it (through the one issuing path), by the clinic's admin.
-    shareToken = (
-      await t.app
-        .get(ViewerService)
-        .issueToken({ userId: clinicA.admin.id, study: a1, shareId: '5a1e0000-0000-4000-8000-0000000000a1' })
-    ).token;
+    shareToken = (await t.app.get(ViewerService).issueForShare(
+      {
+        share_id: '5a1e0000-0000-4000-8000-0000000000a1',
+        created_by: clinicA.admin.id,
+        tenant_id: a1.tenant_id,
+        unit_id: clinicA.unit1.id,
+        study_id: a1.id,
+        study_instance_uid: a1.study_instance_uid,
+      },
+      600,
+    ))!.token;
     const share = await t.http.post(`/api/studies/${a1.id}/shares`, { token: clinicA.token1, body: { max_uses: 1 } });
     expect(share.status).toBe(201);
     const opened = await t.http.post('/api/shares/open', { body: { token: share.body.token } });

@@ -10,8 +10,9 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 const MAX_NAMED = 500;
 
 /**
- * The list statements as named prepared statements of their connection (pg's `name`): PostgreSQL
- * parses and analyses each distinct text once per connection instead of on every request. Each
+ * Statements run on every request (the lists', a share's open) as named prepared statements of their
+ * connection (pg's `name`): PostgreSQL parses and analyses each distinct text once per connection
+ * instead of on every request, and the pool is used without a TypeORM query runner per call. Each
  * execution is still planned for its values: the connections set `plan_cache_mode =
  * force_custom_plan` (data-source-options.ts), because a page's LIMIT and a fragment's pattern
  * decide its plan. One instance per process (ListModule), so a text has one name.
