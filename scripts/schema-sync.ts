@@ -71,7 +71,7 @@ class Recorder {
 
   query<T>(text: string, values: unknown[]): Promise<T[]> {
     this.statements.push({ text, values });
-    if (/ AS indexed$/.test(text)) return Promise.resolve([{ version: '1.1', walked: '100000', indexed: true }] as T[]);
+    if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', indexed: true }] as T[]);
     if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
       const first = { _total: String(this.matches), _version: '1.1' };
@@ -81,7 +81,7 @@ class Recorder {
     if (/ AS total, /.test(text)) return Promise.resolve([{ total: '100', version: '1.1' }] as T[]);
     if (/ AS version$/.test(text)) return Promise.resolve([{ version: '1.1' }] as T[]);
     const limit = Number(values[values.length - 2]) || 15;
-    return Promise.resolve(Array.from({ length: limit }, () => ({ id: 'x', _total: '100' })) as T[]);
+    return Promise.resolve(Array.from({ length: limit }, () => ({ id: 'x', _total: '100', _version: '1.1' })) as T[]);
   }
 }
 
@@ -98,9 +98,17 @@ async function recordQueries(): Promise<Record<string, string>> {
     };
   };
   const files: Record<string, string[]> = { studies: [], patients: [] };
-  const record = async (file: 'studies' | 'patients', title: string, matches: number, run: () => Promise<unknown>) => {
-    recorder.statements = [];
+  /** Records `run`'s statements; `repeated`: the same call made once before, unrecorded (its count kept). */
+  const record = async (
+    file: 'studies' | 'patients',
+    title: string,
+    matches: number,
+    run: () => Promise<unknown>,
+    repeated = false,
+  ) => {
     recorder.matches = matches;
+    if (repeated) await run();
+    recorder.statements = [];
     await run();
     files[file].push(
       `-- ${title}\n` +
@@ -127,6 +135,19 @@ async function recordQueries(): Promise<Record<string, string>> {
     await record('studies', `${who}: search with more than 1,000 matches (walked)`, 1001, () =>
       repositories().studies.listStudies(scope, { search: 'silva', reportStatus: 'final' }, 0, 15),
     );
+    for (const [matches, plan] of [
+      [40, 'collected'],
+      [1001, 'walked'],
+    ] as const) {
+      const again = repositories();
+      await record(
+        'studies',
+        `${who}: the same search again, page 2 (${plan}, its count kept)`,
+        matches,
+        () => again.studies.listStudies(scope, { search: 'silva' }, 15, 15),
+        true,
+      );
+    }
     await record('patients', `${who}: the list, page 1`, 0, () =>
       repositories().patients.listPatients(scope, undefined, 0, 20),
     );

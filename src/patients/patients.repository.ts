@@ -55,6 +55,7 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     counters: (p) => totals.patients(scope, p),
     conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
     tenants: (p) => scopeTenantsSql(scope, p),
+    scopeKey: JSON.stringify(['patients', scope]),
   };
 }
 

@@ -121,6 +121,7 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     counters: (p) => totals.studies(scope, p),
     conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
     tenants: (p) => scopeTenantsSql(scope, p),
+    scopeKey: JSON.stringify(['studies', scope]),
   };
 }
 

@@ -74,7 +74,7 @@ describe('list SQL', () => {
     expect(first).toContain(`(SELECT t.id, t.name, t.search_text FROM things t WHERE x LIMIT ${SEARCH_TOTAL_CAP + 1})`);
     expect(first).toContain(`WHERE c._total <= ${SEARCH_TOTAL_CAP} AND t.id IN (`);
     const p = new SqlParams();
-    const sql = listWalkPageSql(SPEC, 'scope', 'match', p, 30, 15, 2000);
+    const sql = listWalkPageSql(SPEC, 'scope', 'match', '', p, 30, 15, 2000);
     expect(sql).toContain(
       '(SELECT t.id, t.name, t.search_text FROM things t WHERE scope ORDER BY t.name ASC, t.id ASC LIMIT $1) t WHERE match',
     );

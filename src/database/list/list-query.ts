@@ -147,20 +147,21 @@ export function listFirstSearchSql(
 /**
  * One page of a walk: the scope's rows (`scope`: the list's conditions without the fragment) in
  * list order, at most `cap` of them, tested against `match`; the page's ids first, then those rows
- * whole. The cap is a LIMIT the planner cannot look through, so the walk is the order index read
+ * whole, with `extra` (scalar subqueries) on each. The cap is a LIMIT the planner cannot look through, so the walk is the order index read
  * in order; it stops at the page's last match, or at the cap (the caller then collects instead).
  */
 export function listWalkPageSql(
   spec: ListSpec,
   scope: string,
   match: string,
+  extra: string,
   p: SqlParams,
   offset: number,
   limit: number,
   cap: number,
 ): string {
   const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${p.add(cap)}`;
-  return `SELECT ${spec.columns} FROM ${spec.from}
+  return `SELECT ${spec.columns}${extra} FROM ${spec.from}
            WHERE ${spec.id} IN (SELECT ${spec.id} FROM (${walked}) ${tableAlias(spec)} WHERE ${match}
                                  ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
            ORDER BY ${spec.order}`;

@@ -12,7 +12,8 @@ import {
   SMALL_SCOPE_ROWS,
   walkCap,
 } from './list-query';
-import { CounterSql, ListTotals } from './list-totals';
+import { TtlCache } from '../../common/cache/ttl-cache';
+import { CounterSql, KeptSearch, ListTotals } from './list-totals';
 import { PreparedQueries } from './prepared-queries';
 import { SqlParams } from './sql-params';
 
@@ -31,6 +32,8 @@ export interface ListSearchQuery {
   conditions: (p: SqlParams, throughTerms?: boolean) => string;
   /** The clinics whose search terms the scope reads (scopeTenantsSql). */
   tenants: (p: SqlParams) => string;
+  /** The list and the scope alone: what the scope's size is kept under. */
+  scopeKey: string;
 }
 
 /** What a first search's statement adds to each row (searchFirstSql). */
@@ -49,10 +52,18 @@ export interface SearchPage<Row> {
   exact: boolean;
 }
 
-/** The scope's version, the rows a walk of it goes through, and whether the fragment has index terms. */
+/** The rows a walk of the scope goes through, and whether the fragment has index terms. */
 export function searchMetaSql(query: ListSearchQuery, p: SqlParams): string {
-  const counters = query.counters(p);
-  return `SELECT ${counters.version} AS version, ${counters.walked} AS walked, search_terms(${p.add(query.search)}) IS NOT NULL AS indexed`;
+  return `SELECT ${query.counters(p).walked} AS walked, search_terms(${p.add(query.search)}) IS NOT NULL AS indexed`;
+}
+
+/**
+ * Whether a fragment has index terms, told without asking PostgreSQL when it can be: three ASCII
+ * letters or digits in a row stay a piece of 3+ letters or digits through search_fold, so
+ * search_terms is never NULL for them; for any other fragment, undefined (ask: searchMetaSql).
+ */
+export function surelyIndexed(search: string): true | undefined {
+  return /[A-Za-z0-9]{3}/.test(search) ? true : undefined;
 }
 
 /**
@@ -92,13 +103,14 @@ export function searchPageSql(
   indexed = false,
 ): string {
   const { spec } = query;
+  const version = `, ${query.counters(p).version} AS _version`;
   if (plan === 'walk') {
-    return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), p, offset, limit, cap);
+    return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
   }
   return listPageSql(
     spec,
     `${query.conditions(p, indexed)} AND ${listSearchSql(spec, query.search, p, indexed ? query.tenants(p) : undefined)}`,
-    '',
+    version,
     p,
     offset,
     limit,
@@ -106,16 +118,41 @@ export function searchPageSql(
   );
 }
 
+/** What a page statement adds to each row (searchPageSql): the scope's version when it ran. */
+interface PageColumns {
+  _version: string;
+}
+
+/** What a search of a scope learnt: its size and whether the fragment has index terms (searchMetaSql). */
+interface SearchMeta {
+  walked: number;
+  indexed: boolean;
+}
+
+// Scope sizes steer plans only (walk a small scope whole, a walk's cap, the dense share): a size
+// a minute old steers them as well.
+const SCOPE_SIZE_MS = 60_000;
+const MAX_SCOPE_SIZES = 10_000;
+
 /**
  * A page of a searched list, for every list (studies, patients). The matches are counted up to one
- * past SEARCH_TOTAL_CAP, once per scope version (ListTotals), and that count picks the page's plan
- * (searchPlan): a few matches are collected through the search index and sorted (by a first
- * search, in the statement that counts them); many are met soon by a walk in list order. A walk that comes back short (the matches sit together far down
- * the list order) leaves the page to collecting, and the kept count remembers it. Pages stop at
- * the cap: past a thousand matches the user types more.
+ * past SEARCH_TOTAL_CAP and the count is kept with the scope's version (ListTotals); that count
+ * picks the page's plan (searchPlan): a few matches are collected through the search index and
+ * sorted (by a first search, in the statement that counts them); many are met soon by a walk in
+ * list order. A walk that comes back short (the matches sit together far down the list order)
+ * leaves the page to collecting, and the kept count remembers it. A page of a kept count carries
+ * the scope's version: when it moved, the page is thrown away and the search counted again, so a
+ * kept count is never used past a change of its scope. Pages stop at the cap: past a thousand
+ * matches the user types more.
+ *
+ * Round trips: a search seen before, one statement; a first search, its estimate (a large scope)
+ * and its count with the page, plus the page of a walk past the cap; the scope's size and, for a
+ * fragment without three ASCII letters or digits, whether it has index terms, once a minute.
  */
 @Injectable()
 export class ListSearch {
+  private readonly scopeSizes = new TtlCache<number>(MAX_SCOPE_SIZES);
+
   constructor(
     private readonly totals: ListTotals,
     private readonly prepared: PreparedQueries,
@@ -125,7 +162,7 @@ export class ListSearch {
    * The exact total of a list filtered without a search (a report status, a unit's patients): the
    * same version and kept count as a search's, counted in full.
    */
-  async exactTotal(query: Omit<ListSearchQuery, 'search' | 'tenants'>): Promise<number> {
+  async exactTotal(query: Omit<ListSearchQuery, 'search' | 'tenants' | 'scopeKey'>): Promise<number> {
     const p = new SqlParams();
     const [meta] = await this.prepared.query<{ version: string }>(`SELECT ${query.counters(p).version} AS version`, p.values);
     const kept = await this.totals.cached(query.key, meta.version, async () => {
@@ -140,39 +177,83 @@ export class ListSearch {
   }
 
   async page<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
-    const p = new SqlParams();
-    const [meta] = await this.prepared.query<{ version: string; walked: string; indexed: boolean }>(
-      searchMetaSql(query, p),
-      p.values,
-    );
-    let kept = this.totals.kept(query.key, meta.version);
-    if (!kept) {
-      const walked = Number(meta.walked);
-      const indexed = meta.indexed && walked > SMALL_SCOPE_ROWS && !(await this.dense(query, walked));
-      const q = new SqlParams();
-      const rows = await this.prepared.query<Row & FirstSearchColumns>(
-        searchFirstSql(query, q, offset, limit, indexed),
-        q.values,
-      );
-      kept = { total: Number(rows[0]._total) };
-      this.totals.keep(query.key, rows[0]._version, kept);
-      if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
+    const kept = this.totals.latest(query.key);
+    if (kept) {
+      const page = await this.keptPage<Row>(query, kept, offset, limit);
+      if (page) return page;
     }
+    return this.firstPage<Row>(query, offset, limit);
+  }
+
+  /** A first search: counted (up to one past the cap) with its page, the count kept. */
+  private async firstPage<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
+    const meta = await this.meta(query);
+    const indexed = meta.indexed && meta.walked > SMALL_SCOPE_ROWS && !(await this.dense(query, meta.walked));
+    const q = new SqlParams();
+    const rows = await this.prepared.query<Row & FirstSearchColumns>(
+      searchFirstSql(query, q, offset, limit, indexed),
+      q.values,
+    );
+    const kept: KeptSearch = {
+      total: Number(rows[0]._total),
+      version: rows[0]._version,
+      walked: meta.walked,
+      indexed: meta.indexed,
+    };
+    this.totals.keepLatest(query.key, kept);
+    if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
+    // Just counted: past the cap, a change since would not change the total said, and the page is read now.
+    return (await this.keptPage<Row>(query, kept, offset, limit, false))!;
+  }
+
+  /**
+   * A page of a search whose count is kept; null when its scope's version moved since (or no row
+   * came back to tell), unless `verify` is false: the caller counts again.
+   */
+  private async keptPage<Row>(
+    query: ListSearchQuery,
+    kept: KeptSearch,
+    offset: number,
+    limit: number,
+    verify = true,
+  ): Promise<SearchPage<Row> | null> {
     const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
     const exact = kept.total <= SEARCH_TOTAL_CAP;
     const wanted = Math.min(limit, total - offset);
-    if (wanted <= 0) return { rows: [], total, exact };
+    const current = (rows: PageColumns[]) => !verify || (rows.length > 0 && rows[0]._version === kept.version);
+    if (wanted <= 0) return !verify || (await this.versionOf(query)) === kept.version ? { rows: [], total, exact } : null;
 
-    if (searchPlan(kept.total, kept.bunched === true, Number(meta.walked)) === 'walk') {
+    if (searchPlan(kept.total, kept.bunched === true, kept.walked) === 'walk') {
       const q = new SqlParams();
-      const cap = walkCap(kept.total, Number(meta.walked), offset, wanted);
-      const rows = await this.prepared.query<Row>(searchPageSql(query, 'walk', q, offset, wanted, cap), q.values);
+      const cap = walkCap(kept.total, kept.walked, offset, wanted);
+      const rows = await this.prepared.query<Row & PageColumns>(searchPageSql(query, 'walk', q, offset, wanted, cap), q.values);
+      if (rows.length > 0 && !current(rows)) return null;
       if (rows.length >= wanted) return { rows, total, exact };
       kept.bunched = true;
     }
     const q = new SqlParams();
-    const rows = await this.prepared.query<Row>(searchPageSql(query, 'collect', q, offset, wanted, 0, meta.indexed), q.values);
-    return { rows, total, exact };
+    const rows = await this.prepared.query<Row & PageColumns>(
+      searchPageSql(query, 'collect', q, offset, wanted, 0, kept.indexed),
+      q.values,
+    );
+    return current(rows) ? { rows, total, exact } : null;
+  }
+
+  /** The scope's size (kept a minute) and whether the fragment has index terms, asked only when not known. */
+  private async meta(query: ListSearchQuery): Promise<SearchMeta> {
+    const walked = this.scopeSizes.get(query.scopeKey);
+    const indexed = surelyIndexed(query.search);
+    if (walked !== undefined && indexed !== undefined) return { walked, indexed };
+    const p = new SqlParams();
+    const [row] = await this.prepared.query<{ walked: string; indexed: boolean }>(searchMetaSql(query, p), p.values);
+    this.scopeSizes.set(query.scopeKey, Number(row.walked), Date.now() + SCOPE_SIZE_MS);
+    return { walked: Number(row.walked), indexed: row.indexed };
+  }
+
+  private async versionOf(query: ListSearchQuery): Promise<string> {
+    const p = new SqlParams();
+    const [row] = await this.prepared.query<{ version: string }>(`SELECT ${query.counters(p).version} AS version`, p.values);
+    return row.version;
   }
 
   /** Whether the planner expects the fragment in at least DENSE_SHARE of the `walked` rows of the scope. */

@@ -13,9 +13,18 @@ export interface CounterSql {
   walked: string;
 }
 
-/** A count kept under a scope version, and what a walk of that search taught (ListSearch). */
+/** A count kept under a scope version (an exact total of a filtered list). */
 export interface KeptCount {
   total: number;
+}
+
+/** A search's count (up to one past the cap), the scope's version it was read at, and what its search taught (ListSearch). */
+export interface KeptSearch extends KeptCount {
+  version: string;
+  /** The rows a walk of the scope went through when it was counted. */
+  walked: number;
+  /** The fragment has index terms. */
+  indexed: boolean;
   /** A walk of this search came back short: its matches sit together far down the list order. */
   bunched?: boolean;
 }
@@ -34,6 +43,7 @@ const MAX_CACHED = 10_000;
 @Injectable()
 export class ListTotals {
   private readonly counts = new TtlCache<KeptCount>(MAX_CACHED);
+  private readonly searches = new TtlCache<KeptSearch>(MAX_CACHED);
 
   /** Counters of the studies a scope sees (study_counts, one row per unit). */
   studies(scope: DataScope, p: SqlParams): CounterSql {
@@ -75,14 +85,14 @@ export class ListTotals {
     };
   }
 
-  /** The count kept under `key` at scope version `version`, if any. */
-  kept(key: string, version: string): KeptCount | undefined {
-    return this.counts.get(`${key}@${version}`);
+  /** The search's count kept last, whatever scope version it was read at (ListSearch checks it). */
+  latest(key: string): KeptSearch | undefined {
+    return this.searches.get(key);
   }
 
-  /** Keeps a count read in the same statement as the scope's version `version`. */
-  keep(key: string, version: string, count: KeptCount): void {
-    this.counts.set(`${key}@${version}`, count);
+  /** Keeps a search's count, in place of any kept before. */
+  keepLatest(key: string, count: KeptSearch): void {
+    this.searches.set(key, count);
   }
 
   /**

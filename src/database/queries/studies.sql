@@ -25,7 +25,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 
 -- super admin: search with up to 1,000 matches (collected)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1);
@@ -44,7 +44,7 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2);
@@ -62,9 +62,21 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["final","silva",5995,15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
   WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3) s WHERE s.search_text LIKE search_pattern($2)
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- super admin: the same search again, page 2 (collected, its count kept)
+-- values: ["silva",15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- super admin: the same search again, page 2 (walked, its count kept)
+-- values: ["silva",11989,15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2) s WHERE s.search_text LIKE search_pattern($1)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: the list, page 1
@@ -91,8 +103,8 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
@@ -110,8 +122,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3);
@@ -128,9 +140,21 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- values: ["00000000-0000-4000-8000-00000000000a","final","silva",5995,15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4) s WHERE s.search_text LIKE search_pattern($3)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","final","silva",5995,15,0]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 AND s.report_status = $3 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5) s WHERE s.search_text LIKE search_pattern($4)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- clinic admin: the same search again, page 2 (collected, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- clinic admin: the same search again, page 2 (walked, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",11989,15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4) s WHERE s.search_text LIKE search_pattern($3)
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
@@ -158,8 +182,8 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_terms($5) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
@@ -177,8 +201,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
-SELECT (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS version, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS walked, search_terms($5) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4);
@@ -195,8 +219,20 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva",5995,15,0]
-SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5) s WHERE s.search_text LIKE search_pattern($4)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva",5995,15,0]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 AND s.report_status = $5 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7) s WHERE s.search_text LIKE search_pattern($6)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- unit user: the same search again, page 2 (collected, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- unit user: the same search again, page 2 (walked, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",11989,15,15]
+SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
+  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6) s WHERE s.search_text LIKE search_pattern($5)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
