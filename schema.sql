@@ -103,7 +103,7 @@ CREATE FUNCTION public.search_lexemes(tenant uuid, folded text) RETURNS tsvector
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$
         DECLARE
-          key text := left(tenant::text, 8) || ':';
+          key text := left(tenant::text, 8);
           field text;
           words text[];
           lexemes text[] := '{}';
@@ -114,11 +114,11 @@ CREATE FUNCTION public.search_lexemes(tenant uuid, folded text) RETURNS tsvector
             words := array_remove(regexp_split_to_array(field, '[^[:alnum:]]+'), '');
             FOR k IN 1 .. coalesce(array_length(words, 1), 0) LOOP
               FOR i IN 1 .. length(words[k]) - 2 LOOP
-                lexemes := lexemes || (key || substr(words[k], i));
+                lexemes := lexemes || (key || ':' || substr(words[k], i));
               END LOOP;
               CONTINUE WHEN k = array_length(words, 1);
               FOR i IN 1 .. length(words[k]) LOOP
-                lexemes := lexemes || (key || substr(words[k], i) || ' ' || words[k + 1]);
+                lexemes := lexemes || (key || '|' || substr(words[k], i) || ' ' || words[k + 1]);
               END LOOP;
             END LOOP;
           END LOOP;
@@ -144,9 +144,9 @@ CREATE FUNCTION public.search_query(tenants uuid[], fragment text) RETURNS tsque
           FOREACH tenant IN ARRAY tenants LOOP
             own := '{}';
             FOREACH term IN ARRAY terms LOOP
-              own := own || CASE WHEN right(term, 1) = '*'
-                THEN quote_literal(left(tenant::text, 8) || ':' || left(term, -1)) || ':*'
-                ELSE quote_literal(left(tenant::text, 8) || ':' || term) END;
+              -- A pair of pieces (they hold a space) reads pairs; a piece, words.
+              own := own || (quote_literal(left(tenant::text, 8) || CASE WHEN position(' ' IN term) > 0 THEN '|' ELSE ':' END
+                || rtrim(term, '*')) || CASE WHEN right(term, 1) = '*' THEN ':*' ELSE '' END);
             END LOOP;
             queries := queries || array_to_string(own, ' & ')::tsquery;
           END LOOP;

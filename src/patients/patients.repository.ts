@@ -42,7 +42,7 @@ export const PATIENTS_LIST: ListSpec = {
   scope: { tenant: 'p.tenant_id' },
   unitScope: unitPatients,
   searchText: 'p.search_text',
-  // All in the name order indexes (ListsAndSearch migration).
+  // All in the name order indexes (InitialSchema migration).
   walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
 };
 

@@ -98,7 +98,7 @@ export const STUDIES_LIST: ListSpec = {
   unindexedOrder: '(s.study_date + 0) DESC, s.created_at DESC, s.id DESC',
   scope: { tenant: 's.tenant_id', unit: 's.unit_id' },
   searchText: 's.search_text',
-  // All in the order indexes (ListsAndSearch migration).
+  // All in the order indexes (InitialSchema migration).
   walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
 };
 
@@ -139,7 +139,7 @@ const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY
  * Every SQL statement on studies, series, instances and thumbnails. Each method takes the caller's
  * scope, so a record outside it is simply not found. The list queries follow the indexes of the
  * initial migration: (tenant_id | unit_id | patient_uuid, study_date DESC, created_at DESC, id DESC)
- * for scope + order, the search index of the ListsAndSearch migration for a search.
+ * for scope + order, the search terms index for a search.
  */
 @Injectable()
 export class StudiesRepository {

@@ -11,6 +11,8 @@ export interface CounterSql {
   version: string;
   /** Rows a walk of the scope's list order goes through: the scope's, or its tenant's (a unit's patients). */
   walked: string;
+  /** Rows of the clinics whose search terms the scope reads (a unit's studies: its clinic's): where the terms' candidates come from. */
+  clinic: string;
 }
 
 /** A count kept under a scope version (an exact total of a filtered list). */
@@ -23,7 +25,7 @@ export interface KeptSearch extends KeptCount {
   version: string;
   /** The rows a walk of the scope went through when it was counted. */
   walked: number;
-  /** The fragment has index terms. */
+  /** The search reads the index terms: the fragment has some, and they gather fewer candidates than a walk reads rows. */
   indexed: boolean;
   /** A walk of this search came back short: its matches sit together far down the list order. */
   bunched?: boolean;
@@ -33,7 +35,7 @@ export interface KeptSearch extends KeptCount {
 const MAX_CACHED = 10_000;
 
 /**
- * Exact list totals without counting the whole scope on every page (see the ListsAndSearch
+ * Exact list totals without counting the whole scope on every page (see the InitialSchema
  * migration). An unfiltered total is the sum of the scope's counter rows. A filtered count (a
  * search, a report status, a unit's patients) is counted once and kept under (what was counted,
  * version of the scope): every change in the scope moves the version, so a kept count is never
@@ -59,6 +61,11 @@ export class ListTotals {
       get walked() {
         return total();
       },
+      get clinic() {
+        return scope.kind === 'unit'
+          ? `(SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE ${p.bind(scopeCondition(scope, { tenant: 'c.tenant_id' }))})`
+          : total();
+      },
     };
   }
 
@@ -80,6 +87,9 @@ export class ListTotals {
         return scope.kind === 'unit' ? `(${own} || '/' || ${studies.version})` : own;
       },
       get walked() {
+        return tenant();
+      },
+      get clinic() {
         return tenant();
       },
     };

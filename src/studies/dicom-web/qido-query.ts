@@ -30,7 +30,8 @@ export interface InsensitiveMatch {
   regex: string;
   /**
    * The longest literal run of the value (between wildcards) when it has 3+ letters or digits in a
-   * row: the search index (search_query, the ListsAndSearch migration) can then narrow the candidates.
+   * row: tested first on the folded text (search_text), which the order indexes carry, before the
+   * regular expression on the row.
    */
   indexedRun?: string;
 }

@@ -43,8 +43,8 @@ export class QidoRepository {
     };
     // Names and descriptions ignore case and accents (a regular expression); ids match as typed,
     // their wildcards case-insensitively. A patient name with a literal run of 3+ letters or digits
-    // is first narrowed by the lists' search index (its terms know the tenant and unit; the regular
-    // expression then decides). In one unit's studies (a few thousand) walking the unit's list order
+    // is first tested on the folded text the order indexes carry (the regular expression then
+    // decides). In one unit's studies (a few thousand) walking the unit's list order
     // and testing each row is cheaper than an index whose matches for a common fragment ("silva": a
     // fifth of all names) are tens of thousands of rows of the whole clinic: coalesce() hides the
     // expression from the planner (measured on the 1M seed with the former trigram index, a
