@@ -71,7 +71,7 @@ class Recorder {
 
   query<T>(text: string, values: unknown[]): Promise<T[]> {
     this.statements.push({ text, values });
-    if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', indexed: true }] as T[]);
+    if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', clinic: '100000', indexed: true }] as T[]);
     if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
       const first = { _total: String(this.matches), _version: '1.1' };

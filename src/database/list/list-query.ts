@@ -23,7 +23,7 @@ export interface ListSpec {
    * user only through a study of that unit). Receives the unit scope's condition on studies `s`.
    */
   unitScope?: (studiesInUnit: string) => string;
-  /** The folded text a fragment is matched in (`search_text`, see the ListsAndSearch migration). */
+  /** The folded text a fragment is matched in (`search_text`, docs/search.md). */
   searchText: string;
   /**
    * What a walk reads of each row (the id, the order's columns, `searchText`): all in the scope's
@@ -177,14 +177,14 @@ export const SMALL_SCOPE_ROWS = 10_000;
 
 /**
  * The plan of a search's page from its capped count (`matches`, at most SEARCH_TOTAL_CAP + 1) and
- * the `walked` rows of the scope: up to the cap, the matches are collected (at most a thousand heap
- * visits and a small sort); past it they are dense enough that a walk in list order meets the
- * page's rows soon, and a small scope is walked whole; unless a walk of this search already came
- * back short (`bunched`: its matches sit together far down the list order, such as a month's
- * accession numbers).
+ * the `walked` rows of the scope: up to the cap, the matches are collected through the index terms
+ * (at most a thousand heap visits and a small sort); past it they are dense enough that a walk in
+ * list order meets the page's rows soon; a small scope, or one whose terms do not pay (`indexed`
+ * false), is walked; unless a walk of this search already came back short (`bunched`: its matches
+ * sit together far down the list order, such as a month's accession numbers).
  */
-export function searchPlan(matches: number, bunched: boolean, walked: number): SearchPlan {
-  return (matches > SEARCH_TOTAL_CAP || walked <= SMALL_SCOPE_ROWS) && !bunched ? 'walk' : 'collect';
+export function searchPlan(matches: number, bunched: boolean, walked: number, indexed = true): SearchPlan {
+  return (matches > SEARCH_TOTAL_CAP || walked <= SMALL_SCOPE_ROWS || !indexed) && !bunched ? 'walk' : 'collect';
 }
 
 /**

@@ -6,7 +6,7 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 
 -- super admin: search with up to 1,000 matches (collected)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
@@ -25,7 +25,7 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
@@ -53,8 +53,8 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS _total FROM patients p WHERE p.tenant_id = $1 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4;
 
 -- clinic admin: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
@@ -72,8 +72,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
@@ -107,8 +107,8 @@ SELECT (SELECT count(*) FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELEC
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5;
 
 -- unit user: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
@@ -126,8 +126,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);

@@ -25,7 +25,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 
 -- super admin: search with up to 1,000 matches (collected)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1);
@@ -44,7 +44,7 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
 
 -- super admin: search with more than 1,000 matches (walked)
 -- values: ["silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, search_terms($1) IS NOT NULL AS indexed;
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
 -- values: ["final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2);
@@ -103,8 +103,8 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
@@ -122,8 +122,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, search_terms($2) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3);
@@ -182,8 +182,8 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with up to 1,000 matches (collected)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3) AS clinic, search_terms($4) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
@@ -201,8 +201,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
-SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, search_terms($3) IS NOT NULL AS indexed;
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3) AS clinic, search_terms($4) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4);
