@@ -270,7 +270,9 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
               (SELECT count(*) FROM patients) AS patients, (SELECT count(*) FROM tenants) AS tenants,
               (SELECT count(*) FROM instances) AS instances`,
     );
-    const version = await one<{ v: string }>(`SELECT current_setting('server_version') AS v`);
+    const version = await one<{ v: string; buffers: string }>(
+      `SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS buffers`,
+    );
     return {
       tenantId: tenant.id,
       tenantName: tenant.name,
@@ -296,7 +298,7 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
         tenants: Number(sizes.tenants),
         instances: Number(sizes.instances),
       },
-      postgres: version.v,
+      postgres: `${version.v}, shared_buffers ${version.buffers}`,
     };
   } finally {
     await db.end();
