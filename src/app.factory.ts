@@ -14,6 +14,7 @@ import { RAW_BODY } from './ingestion/webhook-request';
 import { loggedUrl } from './common/http/logged-url';
 import { FastifyAdapterWithRawRoutes, RawRoutes } from './common/http/raw-routes';
 import { frameworkErrors } from './common/http/framework-errors';
+import { ApiLogController } from './common/http/log-controller';
 import { requestIdOf } from './common/http/request-id';
 import {
   BODY_LIMIT_BYTES,
@@ -96,6 +97,7 @@ export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
       clientErrorHandler,
       frameworkErrors,
       routerOptions: { maxParamLength: 500 },
+      logController: new ApiLogController(),
       // The caller's X-Request-Id only when short and harmless (common/http/request-id).
       requestIdHeader: false,
       genReqId: requestIdOf,

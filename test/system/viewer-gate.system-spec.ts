@@ -9,12 +9,12 @@
  */
 import { promises as fs } from 'fs';
 import * as http from 'http';
-import { AddressInfo } from 'net';
+import { AddressInfo, connect } from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { ViewerService } from '../../src/viewer';
 import { createTestApp, TestApp } from '../support/app';
-import { createStudy } from '../support/clinical-factories';
+import { createImagedStudy, createStudy } from '../support/clinical-factories';
 import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createClinic } from '../support/factories';
 import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
@@ -583,6 +583,53 @@ describe('the viewer gate against the real image server', () => {
       expect(logged).toContain('/api/studies?page&search&token&[key]');
       expect(logged).toContain('/api/health?access_token');
       for (const text of [secret, viewerToken, clinicA.token1, 'THEIRS', 'PATIENT']) expect(logged).not.toContain(text);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it('logs a client that hangs up before a streamed answer starts at info, not as a server error (the built API)', async () => {
+    const { series } = await createImagedStudy(t.db, clinicA.tenant.id, clinicA.unit1.id);
+    await t.db.query(
+      `INSERT INTO instances (series_id, imgsrv_instance_id, sop_instance_uid, instance_number)
+       SELECT $1::uuid, 'gone-' || $1::text || '-' || n, '1.2.4.' || n, n FROM generate_series(1, 300) AS n`,
+      [series.id],
+    );
+    const api = await startBuiltProcess(
+      'main',
+      { QUEUE_PREFIX: `${process.env.QUEUE_PREFIX}_gone`, LOG_LEVEL: 'info' },
+      { port: await getFreePort() },
+    );
+    try {
+      const request = `GET /api/series/${series.id}/instances HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${clinicA.token1}\r\n\r\n`;
+      // The whole request, then the connection closed at once: the API answers a socket that is gone.
+      for (let n = 0; n < 5; n++) {
+        await new Promise<void>((resolve, reject) => {
+          const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () =>
+            socket.end(request, () => {
+              socket.destroy();
+              resolve();
+            }),
+          );
+          socket.on('error', reject);
+        });
+      }
+      const answered = await fetch(`${api.url}/api/series/${series.id}/instances`, {
+        headers: { authorization: `Bearer ${clinicA.token1}` },
+      });
+      expect(answered.status).toBe(200);
+      expect(await answered.json()).toHaveLength(301);
+      const logged = await waitFor(
+        'the hang-ups in the log',
+        async () => {
+          const output = api.output();
+          return (output.match(/client closed the connection before the answer started/g) ?? []).length >= 5 && output;
+        },
+        10_000,
+      ).catch(() => api.output());
+      expect(logged).not.toContain('"level":50');
+      expect(logged).not.toContain('"statusCode":500');
+      expect((logged.match(/client closed the connection before the answer started/g) ?? []).length).toBe(5);
     } finally {
       await api.stop();
     }
