@@ -528,7 +528,7 @@ async function measureInChild(
     instance.on('done', (result) => {
       latencies.sort((a, b) => a - b);
       const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-      process.stdout.write(JSON.stringify({ n: latencies.length, seconds: result.duration, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors: result.errors + result.timeouts, statuses }));
+      process.stdout.write(JSON.stringify({ requests: latencies.length, seconds: result.duration, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors: result.errors + result.timeouts, statuses }));
     });`;
   const args = ['-e', script, JSON.stringify([base, connections, duration, s.method, s.path, s.headers ?? {}])];
   const child = spawnSync(
@@ -541,16 +541,23 @@ async function measureInChild(
     },
   );
   if (child.status !== 0) throw new Error(`load generator failed: ${child.stderr}`);
-  const out = JSON.parse(child.stdout) as {
-    n: number;
-    seconds: number;
-    p50: number;
-    p99: number;
-    max: number;
-    errors: number;
-    statuses: Record<string, number>;
-  };
-  const non2xx = Object.entries(out.statuses)
+  return measuredRow(s, connections, JSON.parse(child.stdout) as Seen);
+}
+
+/** What a load generator saw: latencies in ms; `errors`, its socket errors and timeouts. */
+interface Seen {
+  requests: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  max: number;
+  errors: number;
+  statuses: Record<string, number>;
+}
+
+/** A row's columns from what its load generator saw; every non-2xx answer counts as an error. */
+function measuredRow(s: Scenario, connections: number, seen: Seen): Measured {
+  const non2xx = Object.entries(seen.statuses)
     .filter(([code]) => !code.startsWith('2'))
     .reduce((sum, [, n]) => sum + n, 0);
   return {
@@ -558,13 +565,13 @@ async function measureInChild(
     label: s.label,
     connections,
     status: 'ok',
-    requests: out.n,
-    rps: round(out.n / out.seconds, 0),
-    p50: round(out.p50, 2),
-    p99: round(out.p99, 2),
-    max: round(out.max, 1),
-    errors: non2xx + out.errors,
-    statuses: out.statuses,
+    requests: seen.requests,
+    rps: round(seen.requests / seen.seconds, 0),
+    p50: round(seen.p50, 2),
+    p99: round(seen.p99, 2),
+    max: round(seen.max, 1),
+    errors: non2xx + seen.errors,
+    statuses: seen.statuses,
   };
 }
 
@@ -660,21 +667,16 @@ async function measure(
   const cpuAfter = probe ? await cpuNow(probe) : null;
   latencies.sort((a, b) => a - b);
   const completed = latencies.length;
-  const non2xx = Object.entries(statuses)
-    .filter(([code]) => !code.startsWith('2'))
-    .reduce((sum, [, n]) => sum + n, 0);
   return {
-    key: s.key,
-    label: s.label,
-    connections,
-    status: 'ok',
-    requests: completed,
-    rps: round(completed / result.duration, 0),
-    p50: round(percentile(latencies, 50, true), 2),
-    p99: round(percentile(latencies, 99, true), 2),
-    max: round(latencies[latencies.length - 1] ?? NaN, 1),
-    errors: non2xx + result.errors + result.timeouts,
-    statuses,
+    ...measuredRow(s, connections, {
+      requests: completed,
+      seconds: result.duration,
+      p50: percentile(latencies, 50, true),
+      p99: percentile(latencies, 99, true),
+      max: latencies[latencies.length - 1] ?? NaN,
+      errors: result.errors + result.timeouts,
+      statuses,
+    }),
     peakRssMb: memory ? round(memory.peak(), 0) : undefined,
     apiCpuMs: cpuBefore && cpuAfter && completed ? round((cpuAfter.api - cpuBefore.api) / completed, 3) : undefined,
     pgCpuMs: cpuBefore && cpuAfter && completed ? round(pgCpuBetween(cpuBefore.pg, cpuAfter.pg) / completed, 3) : undefined,
