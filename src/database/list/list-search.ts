@@ -66,8 +66,19 @@ export function surelyIndexed(search: string): true | undefined {
  * cap and, when they are no more, its page sorted from them, in one statement (listFirstSearchSql).
  */
 export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number, indexed: boolean): string {
-  const where = `${query.conditions(p, indexed)} AND ${listSearchSql(query.spec, query.search, p, indexed ? query.tenants(p) : undefined)}`;
-  return listFirstSearchSql(query.spec, where, `, ${query.counters(p).version} AS _version`, p, offset, limit);
+  return listFirstSearchSql(
+    query.spec,
+    searchWhere(query, p, indexed),
+    `, ${query.counters(p).version} AS _version`,
+    p,
+    offset,
+    limit,
+  );
+}
+
+/** The list's conditions and the fragment; `indexed`: through the index terms too (listSearchSql). */
+function searchWhere(query: ListSearchQuery, p: SqlParams, indexed: boolean): string {
+  return `${query.conditions(p, indexed)} AND ${listSearchSql(query.spec, query.search, p, indexed ? query.tenants(p) : undefined)}`;
 }
 
 /**
@@ -112,15 +123,7 @@ export function searchPageSql(
   if (plan === 'walk') {
     return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
   }
-  return listPageSql(
-    spec,
-    `${query.conditions(p, indexed)} AND ${listSearchSql(spec, query.search, p, indexed ? query.tenants(p) : undefined)}`,
-    version,
-    p,
-    offset,
-    limit,
-    true,
-  );
+  return listPageSql(spec, searchWhere(query, p, indexed), version, p, offset, limit, true);
 }
 
 /** What a search learns of its scope: the rows a walk reads, its clinics' rows, whether the fragment has terms. */
