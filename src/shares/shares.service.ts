@@ -165,10 +165,7 @@ export class SharesService {
     const share = await this.shares.findToOpen(hash);
     if (!share) throw ShareErrors.notFound();
     this.assertStanding(share);
-    if (share.passcode_hash) {
-      await this.assertNotLocked(share.id);
-      await this.checkPasscode(share.id, share.passcode_hash, passcode);
-    }
+    if (share.passcode_hash) await this.checkPasscode(share.id, share.passcode_hash, passcode);
     if (!(await this.shares.countUse(share.id))) {
       // Revoked, expired or used up between the read and the count.
       const again = await this.shares.findToOpen(hash);
@@ -184,6 +181,37 @@ export class SharesService {
     if (share.uses >= share.max_uses) throw ShareErrors.usedUp();
   }
 
+  /**
+   * A wrong passcode counts towards the lock; a missing one does not (the page asks for it first).
+   * The try is counted before the check and a right passcode gives it back: counted after the
+   * check (tens of milliseconds of scrypt), a burst of concurrent guesses all found the count still
+   * under the lock and were all checked.
+   */
+  private async checkPasscode(shareId: string, hash: string, passcode: string | null | undefined): Promise<void> {
+    if (!passcode) {
+      await this.assertNotLocked(shareId);
+      throw ShareErrors.passcodeRequired();
+    }
+    const key = failuresKey(shareId);
+    const [tries, ttl] = await this.redis
+      .multi()
+      .incr(key)
+      .expire(key, SHARE_LOCK_SECONDS, 'NX')
+      .ttl(key)
+      .exec()
+      .then((results) => {
+        const failed = results?.find(([error]) => error);
+        if (!results || failed) throw failed?.[0] ?? new Error('Redis transaction discarded');
+        return [Number(results[0][1]), Number(results[2][1])];
+      });
+    if (tries > SHARE_LOCK_TRIES) {
+      await this.redis.decr(key);
+      throw new ShareLockedError(Math.max(1, ttl));
+    }
+    if (!(await verifyPasscode(passcode, hash))) throw ShareErrors.wrongPasscode();
+    await this.redis.decr(key);
+  }
+
   private async assertNotLocked(shareId: string): Promise<void> {
     const [failures, ttl] = await this.redis
       .multi()
@@ -192,14 +220,6 @@ export class SharesService {
       .exec()
       .then((results) => (results ?? []).map(([, value]) => value) as [string | null, number]);
     if (Number(failures) >= SHARE_LOCK_TRIES) throw new ShareLockedError(Math.max(1, ttl));
-  }
-
-  /** A wrong passcode counts towards the lock; a missing one does not (the page asks for it first). */
-  private async checkPasscode(shareId: string, hash: string, passcode: string | null | undefined): Promise<void> {
-    if (!passcode) throw ShareErrors.passcodeRequired();
-    if (await verifyPasscode(passcode, hash)) return;
-    await this.redis.multi().incr(failuresKey(shareId)).expire(failuresKey(shareId), SHARE_LOCK_SECONDS, 'NX').exec();
-    throw ShareErrors.wrongPasscode();
   }
 
   private record(

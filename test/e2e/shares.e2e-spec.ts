@@ -263,6 +263,26 @@ describe('Share links', () => {
       await t.redis.del(`share-fails:${share.id}`);
       expect((await open(share.token, 'right-passcode')).status).toBe(200);
     });
+
+    it('checks at most 5 of a burst of concurrent wrong passcodes (the others 429), and the right one then 429', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      const burst = await Promise.all(
+        Array.from({ length: 20 }, (_, n) => open(share.token, `wrong-${n}`, `198.51.100.${n + 1}`)),
+      );
+      const statuses = burst.map((res) => res.status).sort();
+      expect(statuses.filter((status) => status === 401)).toHaveLength(5);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(15);
+      expect((await open(share.token, 'right-passcode')).status).toBe(429);
+      expect(await t.redis.get(`share-fails:${share.id}`)).toBe('5');
+    });
+
+    it('gives a right passcode its try back: 4 wrong ones, then the right one, then 1 wrong one is still not locked', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      for (let n = 0; n < 4; n++) expect((await open(share.token, `wrong-${n}`)).status).toBe(401);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      expect((await open(share.token, 'wrong-4')).status).toBe(401);
+      expect((await open(share.token, 'right-passcode')).status).toBe(429);
+    });
   });
 
   describe('the viewer token a share gives', () => {
