@@ -22,6 +22,31 @@ const ct = (extra: Parameters<typeof encodePart10>[0] = []) =>
     { tag: tag(0x0020, 0x0013), vr: 'IS', value: '1' },
     ...extra,
   ]);
+/** One explicit VR little endian element with a short value. */
+const element = (elementTag: number, vr: string, value: string) => {
+  const bytes = Buffer.from(value.length % 2 ? `${value}\0` : value, 'latin1');
+  const header = Buffer.alloc(8);
+  header.writeUInt16LE(elementTag >>> 16, 0);
+  header.writeUInt16LE(elementTag & 0xffff, 2);
+  header.write(vr, 4, 'latin1');
+  header.writeUInt16LE(bytes.length, 6);
+  return Buffer.concat([header, bytes]);
+};
+/** A Part 10 file with its elements in the order given (encodePart10 sorts them). */
+const inOrder = (meta: Buffer[], dataset: Buffer[]) =>
+  Buffer.concat([Buffer.alloc(128), Buffer.from('DICM', 'latin1'), ...meta, ...dataset]);
+const metaOf = () => [
+  element(tag(0x0002, 0x0002), 'UI', '1.2.840.10008.5.1.4.1.1.2'),
+  element(tag(0x0002, 0x0003), 'UI', '1.2.3.4.5'),
+  element(tag(0x0002, 0x0010), 'UI', '1.2.840.10008.1.2.1'),
+];
+const datasetOf = () => [
+  element(tag(0x0008, 0x0016), 'UI', '1.2.840.10008.5.1.4.1.1.2'),
+  element(tag(0x0008, 0x0018), 'UI', '1.2.3.4.5'),
+  element(tag(0x0010, 0x0020), 'LO', 'P-1'),
+  element(tag(0x0020, 0x000d), 'UI', '1.2.3'),
+  element(tag(0x0020, 0x000e), 'UI', '1.2.3.4'),
+];
 const expected = {
   sopClassUid: '1.2.840.10008.5.1.4.1.1.2',
   sopInstanceUid: '1.2.3.4.5',
@@ -58,6 +83,37 @@ describe('readDicomHead', () => {
     for (const [data, reason] of cases) {
       expect(() => readDicomHead(data)).toThrow(NotDicomError);
       expect(() => readDicomHead(data)).toThrow(reason);
+    }
+  });
+
+  it('reads a file whose tags ascend, written element by element', () => {
+    expect(readDicomHead(inOrder(metaOf(), datasetOf()))).toEqual(expected);
+  });
+
+  // The image server (DCMTK) keeps the first of a repeated tag and sorts the others: a file read
+  // otherwise here could pass the other-clinic check with one StudyInstanceUID and be filed under another.
+  it('refuses a dataset that repeats a tag (a second StudyInstanceUID after the first)', () => {
+    const twice = ct([{ tag: tag(0x0020, 0x000d), vr: 'UI', value: '9.9.9.9' }]);
+    expect(() => readDicomHead(twice)).toThrow(NotDicomError);
+    expect(() => readDicomHead(twice)).toThrow('tag (0020,000D) out of order, after (0020,000D)');
+  });
+
+  it('refuses a dataset whose tags descend', () => {
+    const [sopClass, sop, patient, study, series] = datasetOf();
+    const descending = inOrder(metaOf(), [sopClass, sop, patient, series, study]);
+    expect(() => readDicomHead(descending)).toThrow(NotDicomError);
+    expect(() => readDicomHead(descending)).toThrow('tag (0020,000D) out of order, after (0020,000E)');
+  });
+
+  it('refuses a file meta group that repeats a tag or whose tags descend', () => {
+    const [sopClass, sop, syntax] = metaOf();
+    const cases: Array<[Buffer[], string]> = [
+      [[sopClass, sop, sop, syntax], 'tag (0002,0003) out of order, after (0002,0003)'],
+      [[sop, sopClass, syntax], 'tag (0002,0002) out of order, after (0002,0003)'],
+    ];
+    for (const [meta, reason] of cases) {
+      expect(() => readDicomHead(inOrder(meta, datasetOf()))).toThrow(NotDicomError);
+      expect(() => readDicomHead(inOrder(meta, datasetOf()))).toThrow(reason);
     }
   });
 });

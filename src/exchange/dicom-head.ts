@@ -31,6 +31,19 @@ const LAST_WANTED = 0x0020000e;
 
 class Truncated extends Error {}
 
+const hex = (tag: number) =>
+  `(${(tag >>> 16).toString(16).padStart(4, '0')},${(tag & 0xffff).toString(16).padStart(4, '0')})`.toUpperCase();
+
+/**
+ * The tag of an element, refused unless it follows the previous one of its level: the image server
+ * (DCMTK) keeps the first of a repeated tag and sorts the others, so a file read any other way here
+ * could pass the checks with one StudyInstanceUID and be filed under another.
+ */
+function ascending(tag: number, previous: number): number {
+  if (tag <= previous) throw new NotDicomError(`tag ${hex(tag)} out of order, after ${hex(previous)}`);
+  return tag;
+}
+
 /** A cursor over a dataset in one transfer syntax. */
 class Reader {
   constructor(
@@ -120,8 +133,10 @@ export function readDicomHead(head: Buffer): DicomHead {
     let transferSyntax = '';
     let sopClassUid = '';
     let sopInstanceUid = '';
+    let previous = -1;
     while (meta.at + 2 <= head.length && head.readUInt16LE(meta.at) === 0x0002) {
       const { tag, length } = meta.header();
+      previous = ascending(tag, previous);
       if (length === UNDEFINED) throw new NotDicomError('a malformed file meta group');
       if (tag === 0x00020010) transferSyntax = meta.text(length);
       else if (tag === 0x00020002) sopClassUid = meta.text(length);
@@ -132,8 +147,10 @@ export function readDicomHead(head: Buffer): DicomHead {
     if (transferSyntax === DEFLATED) throw new NotDicomError('a deflated transfer syntax, which this archive does not accept');
     const dataset = new Reader(head, meta.at, transferSyntax !== IMPLICIT_LE, transferSyntax !== EXPLICIT_BE);
     const found: Partial<DicomHead> = { sopClassUid, sopInstanceUid, patientId: '' };
+    previous = -1;
     while (dataset.at < head.length) {
       const { tag, length } = dataset.header();
+      previous = ascending(tag, previous);
       if (tag > LAST_WANTED) break;
       const field = WANTED[tag];
       if (field && length !== UNDEFINED) found[field] = dataset.text(length);

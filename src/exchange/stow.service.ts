@@ -15,7 +15,7 @@ import { ImgsrvClient, ImgsrvError } from '../imgsrv';
 import { StudiesRepository } from '../studies';
 import { DicomHead, NotDicomError, readDicomHead } from './dicom-head';
 import { multipartBoundary, MultipartError, readMultipart } from './multipart-related';
-import { UploadPlacementsRepository } from './upload-placements.repository';
+import { UploadPlace, UploadPlacementsRepository } from './upload-placements.repository';
 
 /** Bytes of each part kept in memory to read its identifiers (the rest only goes to disk). */
 const HEAD_BYTES = 1024 * 1024;
@@ -50,6 +50,14 @@ interface UploadState {
   instances: Map<string, Promise<void>>;
   /** The MD5 of each instance this body stored. */
   stored: Map<string, string>;
+  /** Per study: the upload placement its verdict rests on (made by this body or found), settled after the body. */
+  claims: Map<string, Claim>;
+}
+
+/** An upload placement, and whether this body recorded it. */
+interface Claim {
+  place: UploadPlace;
+  made: boolean;
 }
 
 /** A part as it arrives: in memory while it is small, else also in its temporary file. */
@@ -93,7 +101,8 @@ const ui = (value: string | undefined): { vr: string; Value?: unknown[] } =>
  * bytes, checked, then stored in the image server with the service's account. Refused, with nothing
  * of it stored: what is not DICOM, an instance of a study held by another clinic (for a regular
  * user: another unit), one that would replace an archived instance with other content. The study's
- * unit is recorded before its first instance is stored, so that ingestion places it there.
+ * unit is recorded before its first instance is stored, so that ingestion places it there, and
+ * taken back when the body stored nothing into it.
  */
 @Injectable()
 export class StowService {
@@ -122,7 +131,7 @@ export class StowService {
     }
     const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
     const outcomes: Outcome[] = [];
-    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map(), stored: new Map() };
+    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map(), stored: new Map(), claims: new Map() };
     // Parts being checked and stored while the next ones arrive.
     const inFlight = new Set<Promise<void>>();
     let spool: Spool | null = null;
@@ -200,10 +209,13 @@ export class StowService {
       throw new ApiError(HttpStatus.BAD_REQUEST, { message: 'The upload did not arrive whole.' });
     } finally {
       (spool as Spool | null)?.out?.destroy();
+      // Even when the body broke off, the parts before it are stored: settled and recorded once, here.
       await Promise.allSettled([...inFlight]);
+      const received = studiesReceived(outcomes);
+      await this.settleClaims(user, upload, received);
+      await this.recordUploads(user, target, received, from);
       await fs.rm(dir, { recursive: true, force: true });
     }
-    await this.recordUploads(user, target, outcomes, from);
     return answerOf(outcomes);
   }
 
@@ -234,7 +246,7 @@ export class StowService {
         throw error;
       }
       const uid = head.studyInstanceUid!;
-      if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid));
+      if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid, upload));
       const newStudy = await upload.studyVerdicts.get(uid);
       // Two parts of one instance in one body are taken in turn: the second then meets the first as archived.
       const sop = head.sopInstanceUid!;
@@ -279,7 +291,7 @@ export class StowService {
    * is refused: its device decides where it goes. True when this upload brings the study to the
    * image server (its placement made here, the image server without it).
    */
-  private async checkStudy(user: AuthUser, target: Target, studyUid: string): Promise<boolean> {
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string, upload: UploadState): Promise<boolean> {
     const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
     if (places.length > 0) {
       this.assertWithin(target, places);
@@ -287,12 +299,48 @@ export class StowService {
     }
     const claim = await this.placements.claim(studyUid, target, user.id);
     this.assertWithin(target, [claim.place]);
+    // Kept before the image server is asked: should that fail, settleClaims still takes the claim back.
+    upload.claims.set(studyUid, claim);
     if (!claim.made) return false;
-    if ((await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study')) {
+    if (await this.imageServerHolds(studyUid)) {
+      upload.claims.delete(studyUid);
       await this.placements.release(studyUid, target);
       throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
     }
     return true;
+  }
+
+  private async imageServerHolds(studyUid: string): Promise<boolean> {
+    return (await this.imgsrv.lookup(studyUid)).some((found) => found.Type === 'Study');
+  }
+
+  /**
+   * After the body: a placement this body recorded for a study that received nothing (every part
+   * refused or failed, or the body broke off) is taken back, else ingestion would place in this unit
+   * whatever later arrives with that UID, another clinic's study included. A placement found
+   * recorded by another upload (the viewer sends each file in its own request) is recorded again
+   * once this body stored into its study, in case that upload took it back meanwhile. Never throws.
+   */
+  private async settleClaims(user: AuthUser, upload: UploadState, received: Map<string, string>): Promise<void> {
+    for (const [studyUid, claim] of upload.claims) {
+      try {
+        if (claim.made && !received.has(studyUid)) await this.releaseUnused(user, studyUid, claim.place);
+        else if (!claim.made && received.has(studyUid)) await this.placements.claim(studyUid, claim.place, user.id);
+      } catch (error) {
+        this.logger.warn(`STOW-RS: placement of study ${studyUid} not settled: ${(error as Error)?.message ?? error}`);
+      }
+    }
+  }
+
+  /**
+   * Takes back a placement whose study this body stored nothing into; recorded again when the image
+   * server holds the study after all: another upload resting on it stored into it meanwhile, or a
+   * part reported failed was stored. Asked after the release, so that such an upload either is seen
+   * here or records the placement again itself (settleClaims).
+   */
+  private async releaseUnused(user: AuthUser, studyUid: string, place: UploadPlace): Promise<void> {
+    await this.placements.release(studyUid, place);
+    if (await this.imageServerHolds(studyUid)) await this.placements.claim(studyUid, place, user.id);
   }
 
   /** `alreadyArchived` for a study this body brings to the image server: what this body stored. */
@@ -329,15 +377,18 @@ export class StowService {
     return true;
   }
 
-  /** One `study.upload` entry per study that received instances. */
-  private async recordUploads(user: AuthUser, target: Target, outcomes: Outcome[], from: Requester): Promise<void> {
-    const studies = new Set(outcomes.filter((o) => o.stored).map((o) => o.head.studyInstanceUid!));
-    for (const uid of studies) {
+  /**
+   * One `study.upload` entry per study that received instances. A new study is indexed only later:
+   * its id is then unknown, and its Patient ID is taken from the files.
+   */
+  private async recordUploads(user: AuthUser, target: Target, received: Map<string, string>, from: Requester): Promise<void> {
+    for (const [uid, patientId] of received) {
       this.audit.record({
         action: 'study.upload',
         userId: user.id,
         tenantId: target.tenant_id,
         studyId: await this.placements.studyIdOf(uid, target.tenant_id).catch(() => null),
+        patientId,
         ip: from.ip,
         requestId: from.requestId,
       });
@@ -349,6 +400,17 @@ function isReadable(body: unknown): body is Readable {
   return (
     !!body && typeof (body as Readable)[Symbol.asyncIterator] === 'function' && typeof (body as Readable).pipe === 'function'
   );
+}
+
+/** The studies that received instances in this body, each with the Patient ID of its first stored instance. */
+function studiesReceived(outcomes: Outcome[]): Map<string, string> {
+  const received = new Map<string, string>();
+  for (const outcome of outcomes) {
+    if (outcome.stored && !received.has(outcome.head.studyInstanceUid)) {
+      received.set(outcome.head.studyInstanceUid, outcome.head.patientId);
+    }
+  }
+  return received;
 }
 
 /** The STOW-RS answer: 00081199 the stored instances, 00081198 the refused ones with their reason. */

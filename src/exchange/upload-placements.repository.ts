@@ -1,7 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { RecordPlace } from '../common/auth/data-scope';
+
+/** An uploaded study's clinic and unit (both always set). */
+export interface UploadPlace {
+  tenant_id: string;
+  unit_id: string;
+}
 
 /** Where uploaded studies go (table upload_placements, read by ingestion). */
 @Injectable()
@@ -12,11 +17,7 @@ export class UploadPlacementsRepository {
    * Records that the study goes to this unit unless a placement is recorded already; answers the
    * study's placement and whether this call made it.
    */
-  async claim(
-    studyInstanceUid: string,
-    place: { tenant_id: string; unit_id: string },
-    userId: string,
-  ): Promise<{ place: RecordPlace; made: boolean }> {
+  async claim(studyInstanceUid: string, place: UploadPlace, userId: string): Promise<{ place: UploadPlace; made: boolean }> {
     const made: unknown[] = await this.db.query(
       `INSERT INTO upload_placements (study_instance_uid, tenant_id, unit_id, uploaded_by_user_id)
        VALUES ($1, $2, $3, $4) ON CONFLICT (study_instance_uid) DO NOTHING RETURNING study_instance_uid`,
@@ -31,7 +32,7 @@ export class UploadPlacementsRepository {
   }
 
   /** Takes back a placement this upload made and then did not use. */
-  async release(studyInstanceUid: string, place: { tenant_id: string; unit_id: string }): Promise<void> {
+  async release(studyInstanceUid: string, place: UploadPlace): Promise<void> {
     await this.db.query(`DELETE FROM upload_placements WHERE study_instance_uid = $1 AND tenant_id = $2 AND unit_id = $3`, [
       studyInstanceUid,
       place.tenant_id,

@@ -167,11 +167,13 @@ describe('STOW-RS upload through the real Orthanc', () => {
 
     await t.app.get(AuditService).flush();
     const logged = await t.db.query(
-      `SELECT user_id, tenant_id FROM access_logs WHERE action = 'study.upload' AND user_id = $1`,
+      `SELECT user_id, tenant_id, patient_id FROM access_logs WHERE action = 'study.upload' AND user_id = $1`,
       [clinic.user1.id],
     );
     expect(logged.length).toBeGreaterThan(0);
     expect(logged[0].tenant_id).toBe(clinic.tenant.id);
+    // Recorded before ingestion indexes the new study: the Patient ID comes from the uploaded files.
+    expect(logged[0].patient_id).toBe('UP-DEVICE');
   });
 
   it("places a tenant admin's upload in the unit named by unit_id", async () => {
@@ -257,6 +259,54 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(refused(res.json)).toEqual([
       { uid: written.sopInstanceUids[0], code: 0x0124, reason: 'it would replace an archived instance with other content' },
     ]);
+  });
+
+  it("takes back a new study's placement when the image server refuses its only instance", async () => {
+    const written = await study(1);
+    const [data] = await filesOf(written);
+    // Cut in its pixel data: the identifiers read, the image server answers 400.
+    const cut = data.subarray(0, data.length - 100);
+    const res = await stow([{ data: cut }], clinic.token1);
+    expect(res.status).toBe(200);
+    expect(refused(res.json)).toEqual([
+      { uid: written.sopInstanceUids[0], code: 0xc000, reason: 'the image server could not read it' },
+    ]);
+    const placements = await t.db.query(`SELECT 1 FROM upload_placements WHERE study_instance_uid = $1`, [
+      written.studyInstanceUid,
+    ]);
+    expect(placements).toEqual([]);
+    // Nothing holds the UID for the uploader's clinic: another clinic may bring that study.
+    const elsewhere = await stow([{ data }], other.adminToken, { query: `?unit_id=${other.unit1.id}` });
+    expect(storedUids(elsewhere.json)).toEqual(written.sopInstanceUids);
+    expect(await placeOf(written.studyInstanceUid)).toMatchObject({ tenant_id: other.tenant.id, unit_id: other.unit1.id });
+  });
+
+  it('records the upload of the instances stored before the body broke off', async () => {
+    const patientId = `UP-BROKEN-${randomBytes(4).toString('hex')}`;
+    const written = await study(1, undefined, patientId);
+    const [data] = await filesOf(written);
+    const whole = multipart([{ data }], 'broken-off');
+    // The closing delimiter replaced by a part that never ends.
+    const raw = Buffer.concat([
+      whole.body.subarray(0, whole.body.length - '--broken-off--\r\n'.length),
+      Buffer.from('--broken-off\r\nContent-Type: application/dicom\r\n\r\nDICM'),
+    ]);
+    const audit = t.app.get(AuditService);
+    const uploadsOf = async () => {
+      await audit.flush();
+      return t.db.query(
+        `SELECT user_id, tenant_id, patient_id FROM access_logs WHERE action = 'study.upload' AND user_id = $1`,
+        [clinic.user1.id],
+      );
+    };
+    const before = await uploadsOf();
+    const res = await stow([], clinic.token1, { contentType: whole.contentType, raw });
+    expect(res.status).toBe(400);
+    expect(res.json).toEqual({ message: 'Malformed multipart body: the body ended before its closing delimiter.' });
+    expect(await orthancHas(written.sopInstanceUids[0])).toBe(true);
+    const after = await uploadsOf();
+    expect(after.length).toBe(before.length + 1);
+    expect(after).toContainEqual({ user_id: clinic.user1.id, tenant_id: clinic.tenant.id, patient_id: patientId });
   });
 
   it('refuses parts that are not DICOM, with the reason, and stores the others', async () => {
