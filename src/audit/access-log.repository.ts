@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { beforeDatabaseClose } from '../database/database.module';
 
 /** One row of access_logs as the buffer holds it. */
 export interface AccessLogRow {
@@ -20,6 +21,11 @@ export interface AccessLogRow {
 @Injectable()
 export class AccessLogRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** `write` runs at shutdown before the database connections close, whenever that comes. */
+  beforeClose(write: () => Promise<void>): void {
+    beforeDatabaseClose(this.db, write);
+  }
 
   /**
    * One multi-row INSERT for the whole batch (one array per column, so the statement is the same

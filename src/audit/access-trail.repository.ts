@@ -1,16 +1,23 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
+import { DataScope, scopeCondition } from '../common/auth/data-scope';
 
-/** Which entries a reader of the trail asks for; `tenantId` is the caller's clinic, or a super admin's filter. */
+/** Which entries a reader of the trail asks for, within what the reader's scope sees. */
 export interface AccessTrailFilter {
+  scope: DataScope;
+  /** A super admin's choice of clinic. */
   tenantId?: string;
   patientId?: string;
   studyId?: string;
   userId?: string;
   action?: string;
+  /** At or after this instant. */
   from?: string;
+  /** At or before this instant. */
   to?: string;
+  /** Strictly before this instant (the end of a date given without a time). */
+  before?: string;
 }
 
 /** One entry as read back, with its user's name. */
@@ -82,7 +89,8 @@ export class AccessTrailRepository {
   }
 
   private filtered(filter: AccessTrailFilter): SelectQueryBuilder<object> {
-    const qb = this.db.createQueryBuilder().from('access_logs', 'a').where('TRUE');
+    const visible = scopeCondition(filter.scope, { tenant: 'a.tenant_id' });
+    const qb = this.db.createQueryBuilder().from('access_logs', 'a').where(visible.sql, visible.params);
     if (filter.tenantId) qb.andWhere('a.tenant_id = :tenantId', { tenantId: filter.tenantId });
     if (filter.patientId !== undefined) qb.andWhere('a.patient_id = :patientId', { patientId: filter.patientId });
     if (filter.studyId) qb.andWhere('a.study_id = :studyId', { studyId: filter.studyId });
@@ -90,6 +98,7 @@ export class AccessTrailRepository {
     if (filter.action) qb.andWhere('a.action = :action', { action: filter.action });
     if (filter.from) qb.andWhere('a.occurred_at >= :from', { from: filter.from });
     if (filter.to) qb.andWhere('a.occurred_at <= :to', { to: filter.to });
+    if (filter.before) qb.andWhere('a.occurred_at < :before', { before: filter.before });
     return qb;
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Readable } from 'stream';
-import { DataScope, scopeTenantId } from '../common/auth/data-scope';
+import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { fetchPage } from '../common/pagination';
 import { AccessTrailFilter, AccessTrailRepository, AccessTrailRow } from './access-trail.repository';
@@ -63,25 +63,46 @@ export class AccessTrailService {
 }
 
 function filterOf(scope: DataScope, query: AccessTrailQueryDto): AccessTrailFilter {
-  // A tenant admin reads their clinic whatever tenant_id says; only a super admin may choose.
-  const tenantId = scopeTenantId(scope) ?? query.tenant_id;
   return {
-    tenantId,
+    // What the scope sees (data-scope.ts: nothing for scope none); only a super admin narrows it by
+    // tenant_id, a tenant admin reads their clinic whatever tenant_id says.
+    scope,
+    tenantId: scope.kind === 'all' ? query.tenant_id : undefined,
     patientId: query.patient_id,
     studyId: query.study_id,
     userId: query.user_id,
     action: query.action,
-    from: instantOf('from', query.from),
-    to: instantOf('to', query.to),
+    from: query.from === undefined ? undefined : instantOf('from', query.from),
+    ...untilOf(query.to),
   };
+}
+
+/** A date without a time, of a day, a month or a year: `2026-11-30`, `2026-11`, `2026`. */
+const DATE_ONLY = /^[+-]?(?:\d{4}|\d{6})(?:-(?<month>\d\d)(?:-(?<day>\d\d))?)?$/;
+
+/**
+ * `to` is inclusive: a date-time is read up to that exact instant, a date without a time up to the
+ * end of that whole day (month, year), i.e. before the start of the next one. Dates are UTC days,
+ * like `from`'s (the start of its day) and the entries' `at`.
+ */
+function untilOf(to: string | undefined): Pick<AccessTrailFilter, 'to' | 'before'> {
+  if (to === undefined) return {};
+  const instant = instantOf('to', to);
+  const date = DATE_ONLY.exec(to)?.groups;
+  if (!date) return { to: instant };
+  const end = new Date(instant);
+  if (date.month === undefined) end.setUTCFullYear(end.getUTCFullYear() + 1);
+  else if (date.day === undefined) end.setUTCMonth(end.getUTCMonth() + 1);
+  else end.setUTCDate(end.getUTCDate() + 1);
+  // The end of 9999 is written +010000-01-01 by toISOString, a form PostgreSQL does not read.
+  return { before: end.toISOString().replace(/^\+0*/, '') };
 }
 
 /**
  * An ISO 8601 text the database reads as the same instant. class-validator accepts forms (week and
  * ordinal dates, six-digit years) that PostgreSQL does not: those are a 422 too, not a failed query.
  */
-function instantOf(field: 'from' | 'to', text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
+function instantOf(field: 'from' | 'to', text: string): string {
   const time = new Date(text);
   const year = time.getUTCFullYear();
   if (Number.isNaN(time.getTime()) || year < 1 || year > 9999) {

@@ -12,6 +12,7 @@ import type { FastifyRequest } from 'fastify';
 import { Observable, tap } from 'rxjs';
 import type { AuthUser } from '../common/auth/auth-user';
 import { AccessAction, AccessEntry, AuditService } from './audit.service';
+import { ViewTrail } from './view-trail';
 
 export interface AuditAccessOptions {
   /** Path parameter holding the study id (default `id`). */
@@ -56,7 +57,9 @@ type AuditedRequest = FastifyRequest & {
 /**
  * Records the caller's act in the access trail once the handler has succeeded (a 404 or 401 opened
  * nothing): a study (or an image or a viewer token of it) opened, a report read or written, a
- * download, or with `search: true` a search. Put it on the controller method, after `@Auth()`.
+ * download, or with `search: true` a search. A `study.view` is recorded at most once per caller and
+ * study in 5 minutes, the viewer gate's rule (ViewTrail). Put it on the controller method, after
+ * `@Auth()`.
  */
 export function AuditAccess(action: AccessAction, options: AuditAccessOptions = {}) {
   return applyDecorators(
@@ -70,6 +73,7 @@ export class AccessLogInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     private readonly audit: AuditService,
+    private readonly views: ViewTrail,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -81,9 +85,20 @@ export class AccessLogInterceptor implements NestInterceptor {
       tap((result: unknown) => {
         if (recorded) return;
         recorded = true;
-        this.audit.record(describeAccess(spec, request, result));
+        this.record(describeAccess(spec, request, result));
       }),
     );
+  }
+
+  private record(entry: AccessEntry): void {
+    // decisions.md 3e: one study.view per caller and study in 5 minutes, however the study was opened.
+    if (entry.action === 'study.view' && entry.userId && typeof entry.studyId === 'string') {
+      const reader = { userId: entry.userId, shareId: null };
+      const study = { study_id: entry.studyId, tenant_id: entry.tenantId };
+      this.views.opened(reader, [[study]], () => entry.ip, entry.requestId ?? undefined);
+      return;
+    }
+    this.audit.record(entry);
   }
 }
 

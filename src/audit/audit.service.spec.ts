@@ -1,5 +1,5 @@
 import { AccessLogRow } from './access-log.repository';
-import { AUDIT_BATCH_SIZE, AUDIT_FLUSH_INTERVAL_MS, AUDIT_MAX_BUFFERED, AuditService } from './audit.service';
+import { AccessEntry, AUDIT_BATCH_SIZE, AUDIT_FLUSH_INTERVAL_MS, AUDIT_MAX_BUFFERED, AuditService } from './audit.service';
 
 const USER = '11111111-1111-4111-8111-111111111111';
 const STUDY = '22222222-2222-4222-8222-222222222222';
@@ -9,6 +9,12 @@ class FakeRepository {
   failures = 0;
   /** Resolves the pending insert when set; lets a test hold an INSERT open. */
   gate: Promise<void> | null = null;
+  /** What the DataSource runs before its connections close (AccessLogRepository.beforeClose). */
+  beforeDatabaseClose: Array<() => Promise<void>> = [];
+
+  beforeClose(write: () => Promise<void>): void {
+    this.beforeDatabaseClose.push(write);
+  }
 
   async insertBatch(rows: AccessLogRow[]): Promise<void> {
     if (this.gate) await this.gate;
@@ -49,7 +55,7 @@ describe('AuditService', () => {
   afterEach(async () => {
     repository.gate = null;
     repository.failures = 0;
-    await audit.onModuleDestroy();
+    await audit.onApplicationShutdown();
     jest.useRealTimers();
   });
 
@@ -142,8 +148,48 @@ describe('AuditService', () => {
     repository.gate = null;
     await first;
     audit.record(entry(3));
-    await audit.onModuleDestroy();
+    await audit.onApplicationShutdown();
     expect(repository.rows.map((r) => r.request_id)).toEqual(['req-1', 'req-2', 'req-3']);
     expect(audit.pending).toBe(0);
+  });
+
+  it('records an entry once it is decided, and none when it is decided against', async () => {
+    let decide!: (decided: AccessEntry | null) => void;
+    audit.recordWhen(new Promise((resolve) => (decide = resolve)));
+    audit.recordWhen(Promise.resolve(null));
+    audit.recordWhen(Promise.reject(new Error('Connection is closed.')));
+    await settle();
+    expect(audit.pending).toBe(0);
+    decide(entry(1));
+    await settle();
+    expect(audit.pending).toBe(1);
+    await audit.flush();
+    expect(repository.rows.map((r) => r.request_id)).toEqual(['req-1']);
+  });
+
+  it('keeps writing on its timer until the application shuts down, then writes what is still being decided', async () => {
+    // What a request still running while Nest closes the HTTP server records: after onModuleDestroy.
+    audit.record(entry(1));
+    await jest.advanceTimersByTimeAsync(AUDIT_FLUSH_INTERVAL_MS);
+    expect(repository.rows).toHaveLength(1);
+    let decide!: (decided: AccessEntry | null) => void;
+    audit.recordWhen(new Promise((resolve) => (decide = resolve)));
+    audit.record(entry(2));
+    const closed = audit.onApplicationShutdown();
+    await settle();
+    expect(repository.rows).toHaveLength(1);
+    decide(entry(3));
+    await closed;
+    expect(repository.rows.map((r) => r.request_id)).toEqual(['req-1', 'req-2', 'req-3']);
+  });
+
+  it('writes its last entries before the database closes, whichever shutdown hook comes first, once', async () => {
+    expect(repository.beforeDatabaseClose).toHaveLength(1);
+    audit.record(entry(1));
+    // TypeOrmModule's onApplicationShutdown destroying the DataSource before this service's hook ran.
+    await Promise.all(repository.beforeDatabaseClose.map((write) => write()));
+    expect(repository.rows.map((r) => r.request_id)).toEqual(['req-1']);
+    await audit.onApplicationShutdown();
+    expect(repository.batches).toHaveLength(1);
   });
 });

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 
 /** Every act the access trail records (decisions.md 3e); `GET /api/audit/access?action=` takes these. */
@@ -57,10 +57,10 @@ const clip = (value: unknown, max: number): string | null =>
  * The access trail: who searched, opened, wrote or shared which study. `record` only appends to a
  * buffer: it never waits for PostgreSQL and never throws into the request. The buffer is written
  * every second, or as soon as it holds a batch, with one multi-row INSERT, and once more when
- * the application shuts down.
+ * the application shuts down, after the HTTP server has closed and before the database has.
  */
 @Injectable()
-export class AuditService implements OnModuleInit, OnModuleDestroy {
+export class AuditService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('AccessLog');
   private buffer: AccessLogRow[] = [];
   private flushing: Promise<void> | null = null;
@@ -68,23 +68,31 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
   private flushQueued = false;
   private dropped = 0;
   private lastWarning = 0;
+  /** Entries not known yet (recordWhen): the last flush waits for them. */
+  private readonly deciding = new Set<Promise<void>>();
+  private closing: Promise<void> | null = null;
 
   constructor(private readonly repository: AccessLogRepository) {}
 
   onModuleInit(): void {
     this.timer = setInterval(() => void this.flush(), AUDIT_FLUSH_INTERVAL_MS);
     this.timer.unref();
+    this.repository.beforeClose(() => this.close());
   }
 
-  async onModuleDestroy(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    // A flush may be running: wait for it, then write what arrived meanwhile.
-    await this.flush();
-    await this.flush();
-    if (this.buffer.length > 0) {
-      this.logger.error(`${this.buffer.length} access log entries could not be written before shutdown`);
-    }
+  /**
+   * Not onModuleDestroy: Nest runs that before it closes the HTTP server, and the requests Fastify
+   * still lets finish then record too. By here the server is closed; the database is closed only
+   * after `close` (AccessLogRepository.beforeClose), whichever of the two shutdown hooks runs first.
+   */
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+
+  /** The last flush, once: the timer stops, and everything recorded or being decided is written. */
+  close(): Promise<void> {
+    this.closing ??= this.writeRemaining();
+    return this.closing;
   }
 
   record(entry: AccessEntry): void {
@@ -120,6 +128,22 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /**
+   * An entry known only once `decided` settles (a study.view once its window is checked in Redis),
+   * or none if it settles with null.
+   */
+  recordWhen(decided: Promise<AccessEntry | null>): void {
+    const pending: Promise<void> = decided
+      .then(
+        (entry) => {
+          if (entry) this.record(entry);
+        },
+        (error: unknown) => this.warn(`access log entry not recorded: ${(error as Error)?.message}`),
+      )
+      .finally(() => this.deciding.delete(pending));
+    this.deciding.add(pending);
+  }
+
   /** Entries waiting to be written (for tests and metrics). */
   get pending(): number {
     return this.buffer.length;
@@ -133,6 +157,18 @@ export class AuditService implements OnModuleInit, OnModuleDestroy {
       this.flushing = null;
     });
     return this.flushing;
+  }
+
+  private async writeRemaining(): Promise<void> {
+    while (this.deciding.size > 0) await Promise.all([...this.deciding]);
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    // A flush may be running: wait for it, then write what arrived meanwhile.
+    await this.flush();
+    await this.flush();
+    if (this.buffer.length > 0) {
+      this.logger.error(`${this.buffer.length} access log entries could not be written before shutdown`);
+    }
   }
 
   private async drain(): Promise<void> {

@@ -3,3 +3,5 @@ export { AuditModule } from './audit.module';
 export { AuditAccess, searchReturned } from './audit-access.decorator';
 export { ACCESS_ACTIONS, AuditService } from './audit.service';
 export type { AccessAction, AccessEntry } from './audit.service';
+export { ViewTrail } from './view-trail';
+export type { GateReader, ViewedStudy } from './view-trail';

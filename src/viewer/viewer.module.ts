@@ -7,12 +7,11 @@ import { ViewerController } from './viewer.controller';
 import { ViewerService } from './viewer.service';
 import { ValidateRawRoute } from './validate.raw-route';
 import { RefusedUidLimit } from './refused-uid-limit';
-import { ViewTrail } from './view-trail';
 
 @Module({
   imports: [AuthModule, MetricsModule, StudiesModule],
   controllers: [ViewerController],
-  providers: [ViewerService, StudyPlacesCache, ValidateRawRoute, RefusedUidLimit, ViewTrail],
+  providers: [ViewerService, StudyPlacesCache, ValidateRawRoute, RefusedUidLimit],
   // ViewerService.issueToken: the shares feature issues its tokens through it.
   exports: [ViewerService],
 })

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
+import type { ViewTrail } from '../audit';
 import type { AccountState, AccountStatusService, TokenService } from '../auth';
 import type { AppConfig } from '../config/environment';
 import type { StudiesRepository, StudyPlace } from '../studies';
 import { StudyPlacesCache } from './study-places.cache';
 import type { RefusedUidLimit } from './refused-uid-limit';
-import type { ViewTrail } from './view-trail';
 import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
 import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService } from './viewer.service';
 

@@ -4,6 +4,7 @@ import { randomUUID } from 'crypto';
 import Redis from 'ioredis';
 import fastifyCookie from '@fastify/cookie';
 import type { IncomingHttpHeaders } from 'http';
+import { GateReader, ViewTrail } from '../audit';
 import { AccountState, AccountStatusService, ACCESS_COOKIE, TokenService } from '../auth';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope, scopeIncludes, scopeOf } from '../common/auth/data-scope';
@@ -18,7 +19,6 @@ import { extractStudyUids } from './study-uids';
 import { StudyPlaces, StudyPlacesCache } from './study-places.cache';
 import { RefusedUidLimit } from './refused-uid-limit';
 import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
-import { GateReader, ViewTrail } from './view-trail';
 import { TtlCache } from '../common/cache/ttl-cache';
 import { withTimeout } from '../common/with-timeout';
 

@@ -251,6 +251,26 @@ describe('The access trail', () => {
       expect(await trailOf({ from: '2999-01-01' }, fresh.adminToken)).toEqual([]);
     });
 
+    it('reads a date-only `to` through the end of that day and a date-only `from` from its start (inclusive)', async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const study = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
+      t.app.get(AuditService).record({ action: 'report.read', userId: fresh.user1.id, studyId: study.id });
+      const [entry] = await waitForTrail({}, 1, fresh.adminToken);
+      // Today's date, as the entry's own time has it (UTC), so that a run across midnight cannot miss it.
+      const today = entry.at.slice(0, 10);
+      const dayOf = (offset: number) => new Date(Date.parse(today) + offset * 86_400_000).toISOString().slice(0, 10);
+      const read = (query: Record<string, string>) => trailOf(query, fresh.adminToken);
+      expect(await read({ to: today })).toEqual([entry]);
+      expect(await read({ from: today, to: today })).toEqual([entry]);
+      expect(await read({ from: today })).toEqual([entry]);
+      expect(await read({ to: dayOf(-1) })).toEqual([]);
+      expect(await read({ from: dayOf(1) })).toEqual([]);
+      // A date-time keeps its exact instant: the entry's own time includes it, a millisecond before excludes it.
+      expect(await read({ to: entry.at })).toEqual([entry]);
+      expect(await read({ to: new Date(Date.parse(entry.at) - 1).toISOString() })).toEqual([]);
+      expect(await read({ from: entry.at })).toEqual([entry]);
+    });
+
     it.each([
       ['page', '0'],
       ['page', 'x'],

@@ -15,14 +15,26 @@ import { Auth } from '../../src/common/auth/decorators';
 import { Errors } from '../../src/common/errors/api-errors';
 import { UuidParam } from '../../src/common/http/uuid-param';
 import { APP_CONFIG } from '../../src/config/config.module';
-import { loadConfig } from '../../src/config/environment';
+import { AppConfig, loadConfig } from '../../src/config/environment';
 import { createImagedStudy, createThumbnail, fakeJpeg } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
-import { HttpClient } from '../support/http';
+import { HttpClient, socketRequest } from '../support/http';
+
+/** Holds the `slow/...` handlers until released: requests still running when the application shuts down. */
+const held = {
+  entered: 0,
+  gate: Promise.resolve(),
+  release: () => undefined as void,
+  hold(): void {
+    this.entered = 0;
+    this.gate = new Promise<void>((resolve) => (this.release = resolve));
+  },
+};
 
 /**
  * Handlers shaped like the clinical reads (path id, nested target, body study_id), so the access
- * log is proven on its own; the real endpoints are covered in their own tests.
+ * log is proven on its own; the real endpoints are covered in their own tests. `studies/:id` records
+ * a report.read: a study.view is written once per caller and study in 5 minutes (ViewTrail).
  */
 @Controller('__audit_test__')
 class AuditedController {
@@ -30,7 +42,7 @@ class AuditedController {
 
   @Get('studies/:id')
   @Auth()
-  @AuditAccess('study.view')
+  @AuditAccess('report.read')
   open(@UuidParam('id', 'Study') id: string) {
     return { id };
   }
@@ -39,6 +51,24 @@ class AuditedController {
   @Auth()
   @AuditAccess('study.image', { targetParam: 'instance' })
   image(@UuidParam('id', 'Study') id: string) {
+    return { id };
+  }
+
+  @Get('slow/read/:id')
+  @Auth()
+  @AuditAccess('report.read')
+  async slowRead(@UuidParam('id', 'Study') id: string) {
+    held.entered++;
+    await held.gate;
+    return { id };
+  }
+
+  @Get('slow/view/:id')
+  @Auth()
+  @AuditAccess('study.view')
+  async slowView(@UuidParam('id', 'Study') id: string) {
+    held.entered++;
+    await held.gate;
     return { id };
   }
 
@@ -74,6 +104,21 @@ interface LogRow {
 
 jest.setTimeout(30_000);
 
+async function startApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [ApiModule, AuditedModule] })
+    .overrideProvider(APP_CONFIG)
+    .useValue(config)
+    .compile();
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(config), {
+    ...NEST_APP_OPTIONS,
+    logger: false,
+  });
+  await configureApp(app);
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
 describe('Access log (who opened which study, image or viewer token)', () => {
   let app: NestFastifyApplication;
   let db: DataSource;
@@ -93,18 +138,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     });
     await new Promise<void>((resolve) => imageServer.listen(0, '127.0.0.1', resolve));
     const { port } = imageServer.address() as AddressInfo;
-    const config = loadConfig({ ...process.env, IMGSRV_URL: `http://127.0.0.1:${port}` });
-    const moduleRef = await Test.createTestingModule({ imports: [ApiModule, AuditedModule] })
-      .overrideProvider(APP_CONFIG)
-      .useValue(config)
-      .compile();
-    app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(config), {
-      ...NEST_APP_OPTIONS,
-      logger: false,
-    });
-    await configureApp(app);
-    await app.init();
-    await app.getHttpAdapter().getInstance().ready();
+    app = await startApp(loadConfig({ ...process.env, IMGSRV_URL: `http://127.0.0.1:${port}` }));
     db = app.get<DataSource>(getDataSourceToken());
     client = new HttpClient(app);
     audit = app.get(AuditService);
@@ -131,7 +165,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     const rows = await rowsFor(study.id);
     expect(rows).toEqual([
       {
-        action: 'study.view',
+        action: 'report.read',
         user_id: clinic.user1.id,
         tenant_id: clinic.tenant.id,
         study_id: study.id,
@@ -237,6 +271,8 @@ describe('Access log (who opened which study, image or viewer token)', () => {
       const token = clinic.token1;
       const calls: Array<[string, () => Promise<{ status: number }>]> = [
         ['study.view', () => client.get(`/api/studies/${study.id}`, { token })],
+        // Within 5 minutes of the first: the same caller opening the same study leaves no second entry.
+        ['study.view', () => client.get(`/api/studies/${study.id}`, { token })],
         ['study.thumbnail', () => client.get(`/api/studies/${study.id}/thumbnail`, { token })],
         ['series.thumbnail', () => client.get(`/api/studies/${study.id}/series/${series.id}/thumbnail`, { token })],
         ['study.image', () => client.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token })],
@@ -250,13 +286,16 @@ describe('Access log (who opened which study, image or viewer token)', () => {
       expect((await client.get(`/api/studies/${study.id}/series`, { token })).status).toBe(200);
       await audit.flush();
       const rows = await rowsFor(study.id);
-      expect(rows.map((r) => [r.action, r.user_id, r.tenant_id, r.target_id])).toEqual([
-        ['study.view', clinic.user1.id, clinic.tenant.id, null],
-        ['study.thumbnail', clinic.user1.id, clinic.tenant.id, null],
-        ['series.thumbnail', clinic.user1.id, clinic.tenant.id, series.id],
-        ['study.image', clinic.user1.id, clinic.tenant.id, instance.id],
-        ['viewer_token.issue', clinic.user1.id, clinic.tenant.id, null],
-      ]);
+      // Sorted: the study.view is recorded once its window is checked in Redis, maybe after the next act.
+      expect(rows.map((r) => [r.action, r.user_id, r.tenant_id, r.target_id]).sort()).toEqual(
+        [
+          ['study.view', clinic.user1.id, clinic.tenant.id, null],
+          ['study.thumbnail', clinic.user1.id, clinic.tenant.id, null],
+          ['series.thumbnail', clinic.user1.id, clinic.tenant.id, series.id],
+          ['study.image', clinic.user1.id, clinic.tenant.id, instance.id],
+          ['viewer_token.issue', clinic.user1.id, clinic.tenant.id, null],
+        ].sort(),
+      );
     });
 
     it("logs nothing when the study is another unit's or another clinic's (404)", async () => {
@@ -289,7 +328,47 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     await reader.connect();
     try {
       const { rows } = await reader.query(`SELECT action FROM access_logs WHERE study_id = $1`, [study.id]);
-      expect(rows).toEqual([{ action: 'study.view' }]);
+      expect(rows).toEqual([{ action: 'report.read' }]);
+    } finally {
+      await reader.end();
+    }
+  });
+
+  it('writes the entries of requests still running when the application starts to shut down', async () => {
+    // Its own app, after the one above has closed: Passport keeps one strategy per process.
+    const closing = await startApp(loadConfig());
+    const closingDb = closing.get<DataSource>(getDataSourceToken());
+    const clinic = await createClinic(closingDb, new HttpClient(closing));
+    const { study } = await createImagedStudy(closingDb, clinic.tenant.id, clinic.unit1.id);
+    await closing.listen(0, '127.0.0.1');
+    const server = closing.getHttpServer();
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const headers = { authorization: `Bearer ${clinic.token1}` };
+    held.hold();
+    try {
+      const responses = Promise.all(
+        ['read', 'view'].map((kind) => socketRequest(baseUrl, 'GET', `/api/__audit_test__/slow/${kind}/${study.id}`, headers)),
+      );
+      while (held.entered < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const closed = closing.close();
+      // The server stops listening once the modules' destroy hooks have run; Fastify then waits for both requests.
+      while (server.listening) await new Promise((resolve) => setTimeout(resolve, 5));
+      held.release();
+      expect((await responses).map((res) => res.status)).toEqual([200, 200]);
+      await closed;
+    } finally {
+      held.release();
+    }
+    const reader = new Client({ connectionString: loadConfig().DATABASE_URL });
+    await reader.connect();
+    try {
+      const { rows } = await reader.query(`SELECT action, user_id FROM access_logs WHERE study_id = $1 ORDER BY action`, [
+        study.id,
+      ]);
+      expect(rows).toEqual([
+        { action: 'report.read', user_id: clinic.user1.id },
+        { action: 'study.view', user_id: clinic.user1.id },
+      ]);
     } finally {
       await reader.end();
     }
