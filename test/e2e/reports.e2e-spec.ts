@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import sharp from 'sharp';
+import { crc32, deflateSync } from 'zlib';
 import { AuditService } from '../../src/audit';
 import { createTestApp, TestApp } from '../support/app';
 import { createPatient, createStudy, StudyRow } from '../support/clinical-factories';
@@ -43,6 +44,34 @@ function readPdf(pdf: Buffer): { text: string; info: string; images: number } {
   const info = execFileSync('pdfinfo', [file]).toString();
   const list = execFileSync('pdfimages', ['-list', file]).toString().trim().split('\n');
   return { text, info, images: Math.max(0, list.length - 2) };
+}
+
+/**
+ * A 4 x 4 RGBA PNG whose header and CRCs are sound and whose IDAT zlib header is overwritten: its
+ * header reads as a PNG, its pixels do not decode (pdfkit: `incorrect header check`).
+ */
+function pngWithBrokenPixels(): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const rows = Buffer.alloc(4 * (1 + 4 * 4), 0x80);
+  for (let row = 0; row < 4; row++) rows[row * 17] = 0;
+  const idat = Buffer.concat([Buffer.from([0x00, 0x00]), deflateSync(rows).subarray(2)]);
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(4, 0);
+  header.writeUInt32BE(4, 4);
+  header.set([8, 6, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', idat),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 describe('Reports (/api/studies/{id}/reports)', () => {
@@ -277,6 +306,36 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(after.equals(before)).toBe(true);
     });
 
+    it('prints text outside Windows-1252 as written in the signed PDF (composed, tabs as spaces)', async () => {
+      const { study, doctorToken } = await setup();
+      const findings = 'Nódulo ≥ 6 mm, ≤ 8 mm; β-HCG 5 µg/L; 3 × 4 cm ± 2; Sa\u0303o Paulo; a\ttab.';
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings } })).body;
+      const signed = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      expect(signed.status).toBe(200);
+      const read = readPdf((await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw);
+      const text = read.text.replace(/[ \t]+/g, ' ');
+      expect(text).toContain('Nódulo ≥ 6 mm, ≤ 8 mm; β-HCG 5 µg/L; 3 × 4 cm ± 2; São Paulo; a tab.');
+      expect(text).toContain('Dr. João Conceição');
+      expect(text).toContain('MARIA DA CONCEIÇÃO');
+    });
+
+    it('an image pdfkit cannot decode (stored before uploads were decoded) is left out: sign and /pdf answer 200', async () => {
+      const { c, study, doctorToken, doctor } = await setup();
+      const broken = `data:image/png;base64,${pngWithBrokenPixels().toString('base64')}`;
+      await t.db.query(`UPDATE tenants SET logo = $2 WHERE id = $1`, [c.tenant.id, broken]);
+      await t.db.query(`UPDATE users SET signature = $2 WHERE id = $1`, [doctor.id, broken]);
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Sem alterações.' } })).body;
+      const preview = await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken });
+      expect(preview.status).toBe(200);
+      expect(readPdf(preview.raw).text).toContain('Sem alterações.');
+      const signed = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      expect(signed.status).toBe(200);
+      const read = readPdf((await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw);
+      expect(read.text).toContain('Sem alterações.');
+      expect(read.text).toContain('Dr. João Conceição');
+      expect(read.images).toBe(0);
+    });
+
     it('final reports never change: PATCH, DELETE and sign again are 409, and the database refuses too', async () => {
       const { study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { impression: 'ok' } })).body;
@@ -494,6 +553,20 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         }
       },
     );
+
+    it('a logo or signature whose pixels do not decode is refused at upload (422), not at signing', async () => {
+      const { c, doctor } = await setup();
+      const broken = `data:image/png;base64,${pngWithBrokenPixels().toString('base64')}`;
+      const logo = await t.http.patch('/api/tenant/settings', { token: c.adminToken, body: { logo: broken } });
+      expect(logo.status).toBe(422);
+      const notImage = 'The logo is not a valid image of the declared type (JPEG or PNG).';
+      expect(logo.body).toEqual({ message: notImage, errors: { logo: [notImage] } });
+      const signature = await t.http.patch(`/api/admin/users/${doctor.id}`, { token: superToken, body: { signature: broken } });
+      expect(signature.status).toBe(422);
+      expect(signature.body.errors).toEqual({
+        signature: ['The signature is not a valid image of the declared type (JPEG or PNG).'],
+      });
+    });
 
     it('a section of exactly 20,000 characters is accepted', async () => {
       const { study, doctorToken } = await setup();

@@ -1,26 +1,44 @@
 import sharp from 'sharp';
-import { crc32 } from 'zlib';
+import { crc32, deflateSync } from 'zlib';
 import { imageDataUrlProblem, imageProblemMessage, IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, MIB } from './image-data-url';
 
-/** A PNG whose header declares `width` x `height` (its pixel data is a few bytes: never decoded). */
+/** A PNG chunk with its length and a correct CRC (so only what the test breaks is broken). */
+function chunk(type: string, data: Buffer): Buffer {
+  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([length, body, crc]);
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/**
+ * A 4 x 4 RGBA PNG with a sound header and CRCs whose pixel data is broken as `how` says: the
+ * zlib header of IDAT overwritten (what pdfkit answers `incorrect header check` to), the stream
+ * cut short, or a scanline with filter type 7 (there are five).
+ */
+function brokenPng(how: 'zlib_header' | 'truncated' | 'bad_filter'): Buffer {
+  const rows = Buffer.alloc(4 * (1 + 4 * 4), 0x80);
+  for (let row = 0; row < 4; row++) rows[row * 17] = how === 'bad_filter' && row === 2 ? 7 : 0;
+  let idat = deflateSync(rows);
+  if (how === 'zlib_header') idat = Buffer.concat([Buffer.from([0x00, 0x00]), idat.subarray(2)]);
+  if (how === 'truncated') idat = idat.subarray(0, idat.length - 6);
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(4, 0);
+  header.writeUInt32BE(4, 4);
+  header.set([8, 6, 0, 0, 0], 8); // 8-bit RGBA
+  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A PNG whose header declares `width` x `height` (its pixel data is a few bytes: it does not decode). */
 function pngDeclaring(width: number, height: number, padTo = 0): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  const parts = [
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', Buffer.alloc(16)),
-  ];
+  const parts = [PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', Buffer.alloc(16))];
   const size = parts.reduce((sum, part) => sum + part.length, 0) + 12;
   if (padTo > size + 12) parts.push(chunk('tEXt', Buffer.alloc(padTo - size - 12, 0x61)));
   parts.push(chunk('IEND', Buffer.alloc(0)));
@@ -53,7 +71,12 @@ describe('imageDataUrlProblem', () => {
     // Both sides allowed, the product not: 8192 x 8192 is 67 megapixels.
     expect(IMAGE_MAX_SIDE * IMAGE_MAX_SIDE).toBeGreaterThan(IMAGE_MAX_PIXELS);
     expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE, IMAGE_MAX_SIDE)), MIB)).toBe('too_many_pixels');
-    expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE, 4000)), MIB)).toBeNull();
+    // Dimensions within the limits pass the header check; these bogus pixels then fail to decode.
+    expect(await imageDataUrlProblem(url('png', pngDeclaring(IMAGE_MAX_SIDE, 4000)), MIB)).toBe('not_image');
+    const widest = await sharp({ create: { width: IMAGE_MAX_SIDE, height: 2, channels: 3, background: '#123456' } })
+      .png()
+      .toBuffer();
+    expect(await imageDataUrlProblem(url('png', widest), MIB)).toBeNull();
     expect(imageProblemMessage('too_many_pixels', 'logo', 2 * MIB)).toBe(
       'The logo must be at most 8192 pixels wide and high, and 40 megapixels in all.',
     );
@@ -98,6 +121,34 @@ describe('imageDataUrlProblem', () => {
     expect(await imageDataUrlProblem(url('png', Buffer.from('GIF89a-not-a-png')), MIB)).toBe('not_image');
     expect(await imageDataUrlProblem(url('png', png.subarray(0, 12)), MIB)).toBe('not_image');
     expect(await imageDataUrlProblem(url('jpeg', Buffer.from([0xff, 0xd8, 0xff, 0, 1, 2, 3, 4])), MIB)).toBe('not_image');
+  });
+
+  it.each([['zlib_header'], ['truncated'], ['bad_filter']] as const)(
+    'reports not_image for a PNG whose header is sound and whose pixel data does not decode (%s)',
+    async (how) => {
+      const broken = brokenPng(how);
+      // The header alone says a 4 x 4 PNG: only decoding the pixels tells.
+      expect(await sharp(broken).metadata()).toMatchObject({ format: 'png', width: 4, height: 4 });
+      expect(await imageDataUrlProblem(url('png', broken), MIB)).toBe('not_image');
+    },
+  );
+
+  it('reports not_image for a JPEG cut short in its scan data', async () => {
+    const photo = await sharp({
+      create: { width: 64, height: 64, channels: 3, background: '#000000', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+    })
+      .jpeg()
+      .toBuffer();
+    const cut = photo.subarray(0, Math.floor(photo.length * 0.7));
+    expect(await sharp(cut).metadata()).toMatchObject({ format: 'jpeg', width: 64, height: 64 });
+    expect(await imageDataUrlProblem(url('jpeg', cut), MIB)).toBe('not_image');
+  });
+
+  it('accepts a JPEG that libjpeg decodes with a warning only (stray bytes before a marker)', async () => {
+    const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
+    expect(sof).toBeGreaterThan(2);
+    const stray = Buffer.concat([jpeg.subarray(0, sof), Buffer.from('stray'), jpeg.subarray(sof)]);
+    expect(await imageDataUrlProblem(url('jpeg', stray), MIB)).toBeNull();
   });
 
   it('phrases each problem with the field label and the limit', () => {

@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp, { SharpOptions } from 'sharp';
 import { registerDecorator, ValidationArguments, ValidationOptions } from 'class-validator';
 
 export const MIB = 1024 * 1024;
@@ -21,14 +21,25 @@ const MAGIC: Record<ImageType, Buffer> = {
 };
 
 type ImageType = 'jpeg' | 'png';
+
 export type ImageProblem = 'not_data_url' | 'bad_base64' | 'too_large' | 'not_image' | 'too_many_pixels';
+
+/**
+ * How images are decoded to be checked. A header can be sound over pixel data that is not (an
+ * IDAT stream that does not inflate): the report renderer, which embeds the image in every PDF of
+ * the clinic, would fail on it, so the whole image is decoded here (`stats` streams the pixels
+ * through without keeping them). `failOn: 'error'` refuses what does not decode and lets through
+ * what libjpeg only warns about (a few stray bytes before a marker), which PDF readers print too.
+ */
+const DECODE_OPTIONS: SharpOptions = { limitInputPixels: IMAGE_MAX_PIXELS, failOn: 'error' };
 
 /**
  * Why `value` is not an acceptable image data URL, or null when it is: the prefix names JPEG or
  * PNG, the rest is canonical base64 that decodes to at most `maxBytes`, the bytes start with that
- * format's signature, and the image header parses as that format with real dimensions no larger
- * than IMAGE_MAX_SIDE on a side and IMAGE_MAX_PIXELS in all (read from the header, never decoded). The size
- * is checked on the text first, so an oversized value is refused before it is decoded.
+ * format's signature, the image header parses as that format with real dimensions no larger than
+ * IMAGE_MAX_SIDE on a side and IMAGE_MAX_PIXELS in all, and then every pixel decodes. The size is
+ * checked on the text first, so an oversized value is refused before it is decoded; the dimensions
+ * on the header, so a decompression bomb is refused before any pixel is.
  */
 export async function imageDataUrlProblem(value: unknown, maxBytes: number): Promise<ImageProblem | null> {
   if (typeof value !== 'string') return 'not_data_url';
@@ -42,10 +53,12 @@ export async function imageDataUrlProblem(value: unknown, maxBytes: number): Pro
   if (bytes.length > maxBytes) return 'too_large';
   if (!bytes.subarray(0, MAGIC[type].length).equals(MAGIC[type])) return 'not_image';
   try {
+    // Without the decoding's pixel limit, which would refuse too many pixels as a broken image.
     const metadata = await sharp(bytes).metadata();
     if (metadata.format !== type || !metadata.width || !metadata.height) return 'not_image';
     const { width, height } = metadata;
     if (width > IMAGE_MAX_SIDE || height > IMAGE_MAX_SIDE || width * height > IMAGE_MAX_PIXELS) return 'too_many_pixels';
+    await sharp(bytes, DECODE_OPTIONS).stats();
   } catch {
     return 'not_image';
   }

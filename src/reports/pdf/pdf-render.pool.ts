@@ -79,7 +79,8 @@ export class PdfRenderPool implements OnModuleDestroy {
       if (pending) settle(pending);
       this.dispatch();
     };
-    worker.on('message', (message: { id: number; pdf?: Uint8Array; error?: string }) => {
+    worker.on('message', (message: { id: number; pdf?: Uint8Array; error?: string; warnings?: string[] }) => {
+      for (const warning of message.warnings ?? []) this.logger.warn(warning);
       if (slot.busy?.id !== message.id) return;
       finish((pending) =>
         message.pdf ? pending.resolve(Buffer.from(message.pdf)) : pending.reject(new Error(message.error ?? 'render failed')),

@@ -1,5 +1,8 @@
+import { Logger } from '@nestjs/common';
 import PDFDocument from 'pdfkit';
+import { inflateSync } from 'zlib';
 import { ReportDocument, ReportLetterhead, ReportPart, ReportSignature, SECTION_NAMES } from './report-document';
+import { DEFAULT_REPORT_FONT, REPORT_FONTS, ReportFont, reportFont } from './report-fonts';
 
 /** A4 in PDF points, as pdfkit sizes it. */
 export const A4 = { width: 595.28, height: 841.89 };
@@ -11,12 +14,11 @@ const SECTION_TITLES: Record<(typeof SECTION_NAMES)[number], string> = {
   impression: 'Impression',
 };
 
-/** The 14 standard fonts pdfkit embeds by name; their WinAnsi encoding covers Portuguese (Ã, Ç, É, Õ). */
-const FONTS: Record<string, { regular: string; bold: string }> = {
-  helvetica: { regular: 'Helvetica', bold: 'Helvetica-Bold' },
-  times: { regular: 'Times-Roman', bold: 'Times-Bold' },
-  courier: { regular: 'Courier', bold: 'Courier-Bold' },
-};
+/** Where the renderer reports what it left out; a render thread sends it to the pool's logger. */
+export type RenderWarn = (message: string) => void;
+
+const logger = new Logger('ReportPdf');
+const logWarning: RenderWarn = (message) => logger.warn(message);
 
 type Align = 'left' | 'center' | 'right';
 
@@ -33,7 +35,7 @@ export interface ResolvedLayout {
   logo: { align: Align; width: number; visible: boolean };
   unitName: { align: Align; visible: boolean };
   signature: { align: Align; width: number; visible: boolean };
-  font: { regular: string; bold: string };
+  font: ReportFont;
   size: number;
   headingSize: number;
   color: string;
@@ -60,7 +62,7 @@ export function resolveLayout(layout: Record<string, unknown>, page: Record<stri
   const unitName = obj(slots.unit_name);
   const signature = obj(slots.signature);
   const margins = obj(page.margins);
-  const font = FONTS[String(typography.font ?? '').toLowerCase()] ?? FONTS.helvetica;
+  const font = REPORT_FONTS[String(typography.font ?? '').toLowerCase()] ?? DEFAULT_REPORT_FONT;
   const size = num(typography.size, 6, 18, 10);
   return {
     header: { height: num(header.height, 40, 250, 90), text: text(header.text) },
@@ -85,10 +87,125 @@ export function resolveLayout(layout: Record<string, unknown>, page: Record<stri
   };
 }
 
+/**
+ * Text as the PDF carries it. Composed (NFC): "São" typed as a + combining tilde would print the
+ * tilde as a glyph of its own, which text extraction reads back as "Sã o". Control characters (a
+ * tab, a bell, a form feed) have no glyph, and pdfkit's line breaking takes some of them as breaks:
+ * each becomes a space. CRLF and CR become LF, the line break pdfkit knows.
+ */
+export function printable(value: string): string {
+  return value
+    .normalize('NFC')
+    .replace(/\r\n?/g, '\n')
+    .replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, ' ');
+}
+
 function imageBytes(dataUrl: string | null | undefined): Buffer | null {
   if (!dataUrl) return null;
   const match = /^data:image\/(?:png|jpeg);base64,(.*)$/s.exec(dataUrl);
   return match ? Buffer.from(match[1], 'base64') : null;
+}
+
+/** The png-js parse that pdfkit keeps of a PNG (`image` of what `openImage` returns). */
+interface PngData {
+  width: number;
+  height: number;
+  imgData: Uint8Array;
+  pixelBitlength: number;
+  interlaceMethod: number;
+  hasAlphaChannel: boolean;
+  transparency: { indexed?: number[] };
+}
+
+/** An image pdfkit has parsed (JPEG or PNG) and will embed once however many pages draw it. */
+interface PdfImage {
+  width: number;
+  height: number;
+  image?: PngData | null;
+}
+
+/** pdfkit's openImage, which @types/pdfkit leaves out. */
+type ImageOpener = { openImage(src: Buffer): PdfImage };
+
+/** Adam7's passes as png-js walks them: x0, y0, dx, dy. */
+const ADAM7 = [
+  [0, 0, 8, 8],
+  [4, 0, 8, 8],
+  [0, 4, 4, 8],
+  [2, 0, 4, 4],
+  [0, 2, 2, 4],
+  [1, 0, 2, 2],
+  [0, 1, 1, 2],
+];
+
+/**
+ * Whether png-js will decode this PNG's pixel data without an error. pdfkit decodes a PNG with an
+ * alpha channel, a transparent palette or interlacing in a zlib callback, where an error (data
+ * that does not inflate, a scanline with an unknown filter) cannot be caught: it ends the render
+ * thread. The same inflate and the same walk over the scanlines are done here first, where it can.
+ * Other PNGs pdfkit copies into the PDF without decoding.
+ */
+function pngDecodes(png: PngData): boolean {
+  if (!png.hasAlphaChannel && !png.transparency.indexed && png.interlaceMethod !== 1) return true;
+  let data: Buffer;
+  try {
+    data = inflateSync(png.imgData);
+  } catch {
+    return false;
+  }
+  const pixelBytes = png.pixelBitlength / 8;
+  let pos = 0;
+  for (const [x0, y0, dx, dy] of png.interlaceMethod === 1 ? ADAM7 : [[0, 0, 1, 1]]) {
+    const lineBytes = Math.ceil(pixelBytes * Math.ceil((png.width - x0) / dx));
+    const rows = Math.ceil((png.height - y0) / dy);
+    for (let row = 0; row < rows && pos < data.length; row++) {
+      if (data[pos] > 4) return false;
+      pos += 1 + (lineBytes > 0 ? lineBytes : 0);
+    }
+  }
+  return true;
+}
+
+const reason = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * The image of a data URL, parsed by pdfkit and checked to embed, or null. Images are checked when
+ * they are uploaded, but one that pdfkit cannot read (stored before that check decoded the whole
+ * image, or that pdfkit reads differently) is left out with a warning: the report still prints.
+ */
+function openImage(
+  doc: PDFKit.PDFDocument,
+  dataUrl: string | null | undefined,
+  what: string,
+  warn: RenderWarn,
+): PdfImage | null {
+  const bytes = imageBytes(dataUrl);
+  if (!bytes) return null;
+  try {
+    const image = (doc as unknown as ImageOpener).openImage(bytes);
+    if (image.image && !pngDecodes(image.image)) throw new Error('its PNG pixel data does not decode');
+    return image;
+  } catch (error) {
+    warn(`The ${what} is left out of the report PDF: ${reason(error)}`);
+    return null;
+  }
+}
+
+/** Draws an image of openImage; one that pdfkit still fails to embed is left out, as there. */
+function drawImage(
+  doc: PDFKit.PDFDocument,
+  image: PdfImage,
+  what: string,
+  x: number,
+  y: number,
+  options: PDFKit.Mixins.ImageOption,
+  warn: RenderWarn,
+): void {
+  try {
+    doc.image(image as unknown as Buffer, x, y, options);
+  } catch (error) {
+    warn(`The ${what} is left out of the report PDF: ${reason(error)}`);
+  }
 }
 
 const formatDate = (iso: string | null): string => {
@@ -103,8 +220,13 @@ const formatDateTime = (iso: string): string => {
 };
 const sexLabel = (sex: string | null) => (sex === 'M' ? 'Male' : sex === 'F' ? 'Female' : '—');
 
-/** Renders the report PDF: A4, real text (standard fonts), the template's letterhead on every page. */
-export function renderReport(input: ReportDocument): Promise<Buffer> {
+/** Registers a report font under its name: pdfkit 0.20 takes a parsed fontkit font (not in @types/pdfkit). */
+function registerFont(doc: PDFKit.PDFDocument, name: string): void {
+  doc.registerFont(name, reportFont(name) as unknown as PDFKit.Mixins.PDFFontSource);
+}
+
+/** Renders the report PDF: A4, real text (embedded DejaVu), the template's letterhead on every page. */
+export function renderReport(input: ReportDocument, warn: RenderWarn = logWarning): Promise<Buffer> {
   const { letterhead } = input;
   const layout = resolveLayout(letterhead.layout, letterhead.page);
   const m = layout.margins;
@@ -112,8 +234,16 @@ export function renderReport(input: ReportDocument): Promise<Buffer> {
     size: 'A4',
     bufferPages: true,
     margins: { top: m.top + layout.header.height, bottom: m.bottom + layout.footer.height, left: m.left, right: m.right },
-    info: { Title: `Report — ${letterhead.patient.name}`, Creator: letterhead.clinic_name, Producer: 'pacs-archive' },
+    info: {
+      Title: printable(`Report — ${letterhead.patient.name}`),
+      Creator: printable(letterhead.clinic_name),
+      Producer: 'pacs-archive',
+    },
   });
+  // pdfkit embeds the glyphs the document uses (a subset), not the whole file.
+  registerFont(doc, layout.font.regular);
+  registerFont(doc, layout.font.bold);
+  doc.font(layout.font.regular);
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
     doc.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -121,15 +251,16 @@ export function renderReport(input: ReportDocument): Promise<Buffer> {
     doc.on('error', reject);
   });
 
-  const background = letterhead.background ? imageBytes(letterhead.background.data_url) : null;
-  const logo = layout.logo.visible ? imageBytes(letterhead.logo) : null;
-  const decorate = () => drawLetterhead(doc, layout, letterhead, background, logo);
+  // Opened once: every page draws the same embedded image.
+  const background = letterhead.background ? openImage(doc, letterhead.background.data_url, 'template background', warn) : null;
+  const logo = layout.logo.visible ? openImage(doc, letterhead.logo, 'clinic logo', warn) : null;
+  const decorate = () => drawLetterhead(doc, layout, letterhead, background, logo, warn);
   doc.on('pageAdded', decorate);
   decorate();
 
   doc.fillColor(layout.color);
   drawPatientHeader(doc, layout, letterhead);
-  input.parts.forEach((part, index) => drawPart(doc, layout, part, index));
+  input.parts.forEach((part, index) => drawPart(doc, layout, part, index, warn));
   drawFooters(doc, layout, input.draft);
   doc.end();
   return done;
@@ -139,15 +270,16 @@ function drawLetterhead(
   doc: PDFKit.PDFDocument,
   layout: ResolvedLayout,
   letterhead: ReportLetterhead,
-  background: Buffer | null,
-  logo: Buffer | null,
+  background: PdfImage | null,
+  logo: PdfImage | null,
+  warn: RenderWarn,
 ): void {
   const { x, y } = doc;
   const m = layout.margins;
   const width = A4.width - m.left - m.right;
   if (background && letterhead.background) {
     doc.save().opacity(letterhead.background.opacity);
-    doc.image(background, 0, 0, { width: A4.width, height: A4.height });
+    drawImage(doc, background, 'template background', 0, 0, { width: A4.width, height: A4.height }, warn);
     doc.restore();
   }
   const top = m.top;
@@ -159,13 +291,13 @@ function drawLetterhead(
         : layout.logo.align === 'right'
           ? A4.width - m.right - layout.logo.width
           : (A4.width - layout.logo.width) / 2;
-    doc.image(logo, left, top, { fit: [layout.logo.width, height] });
+    drawImage(doc, logo, 'clinic logo', left, top, { fit: [layout.logo.width, height] }, warn);
   }
   if (layout.unitName.visible) {
     doc.font(layout.font.bold).fontSize(layout.headingSize).fillColor(layout.color);
-    doc.text(letterhead.clinic_name, m.left, top, { width, align: layout.unitName.align, lineBreak: false });
+    doc.text(printable(letterhead.clinic_name), m.left, top, { width, align: layout.unitName.align, lineBreak: false });
     doc.font(layout.font.regular).fontSize(layout.size);
-    doc.text(letterhead.unit_name, m.left, top + layout.headingSize + 4, {
+    doc.text(printable(letterhead.unit_name), m.left, top + layout.headingSize + 4, {
       width,
       align: layout.unitName.align,
       lineBreak: false,
@@ -173,7 +305,7 @@ function drawLetterhead(
   }
   if (layout.header.text) {
     doc.font(layout.font.regular).fontSize(layout.size - 1);
-    doc.text(layout.header.text, m.left, top + layout.headingSize + layout.size + 10, {
+    doc.text(printable(layout.header.text), m.left, top + layout.headingSize + layout.size + 10, {
       width,
       align: layout.unitName.align,
       height: height - layout.headingSize - layout.size - 10,
@@ -214,7 +346,7 @@ function drawPatientHeader(doc: PDFKit.PDFDocument, layout: ResolvedLayout, lett
         .font(layout.font.bold)
         .fontSize(layout.size)
         .text(`${label}: `, left + c * column, y, { continued: true, width: column - 6 });
-      doc.font(layout.font.regular).text(value);
+      doc.font(layout.font.regular).text(printable(value));
     }
     doc.y = Math.max(doc.y, y + layout.size + 4);
   }
@@ -222,7 +354,7 @@ function drawPatientHeader(doc: PDFKit.PDFDocument, layout: ResolvedLayout, lett
   doc.moveDown(1);
 }
 
-function drawPart(doc: PDFKit.PDFDocument, layout: ResolvedLayout, part: ReportPart, index: number): void {
+function drawPart(doc: PDFKit.PDFDocument, layout: ResolvedLayout, part: ReportPart, index: number, warn: RenderWarn): void {
   const left = doc.page.margins.left;
   const width = A4.width - left - doc.page.margins.right;
   if (part.kind === 'addendum') {
@@ -239,15 +371,15 @@ function drawPart(doc: PDFKit.PDFDocument, layout: ResolvedLayout, part: ReportP
     if (!body || body.trim() === '') continue;
     doc.font(layout.font.bold).fontSize(layout.headingSize).text(SECTION_TITLES[name], left, doc.y, { width });
     doc.moveDown(0.2);
-    doc.font(layout.font.regular).fontSize(layout.size).text(body, left, doc.y, { width, align: 'justify' });
+    doc.font(layout.font.regular).fontSize(layout.size).text(printable(body), left, doc.y, { width, align: 'justify' });
     doc.moveDown(0.8);
   }
-  if (part.signed) drawSignature(doc, layout, part.signed);
+  if (part.signed) drawSignature(doc, layout, part.signed, warn);
 }
 
-function drawSignature(doc: PDFKit.PDFDocument, layout: ResolvedLayout, signed: ReportSignature): void {
+function drawSignature(doc: PDFKit.PDFDocument, layout: ResolvedLayout, signed: ReportSignature, warn: RenderWarn): void {
   const slot = layout.signature;
-  const image = slot.visible ? imageBytes(signed.image) : null;
+  const image = slot.visible ? openImage(doc, signed.image, 'signature', warn) : null;
   const blockHeight = (image ? 60 : 0) + layout.size * 4 + 20;
   if (doc.y + blockHeight > A4.height - doc.page.margins.bottom) doc.addPage();
   const m = doc.page.margins;
@@ -255,7 +387,7 @@ function drawSignature(doc: PDFKit.PDFDocument, layout: ResolvedLayout, signed: 
     slot.align === 'left' ? m.left : slot.align === 'right' ? A4.width - m.right - slot.width : (A4.width - slot.width) / 2;
   doc.moveDown(1);
   if (image) {
-    doc.image(image, left, doc.y, { fit: [slot.width, 60], align: 'center' });
+    drawImage(doc, image, 'signature', left, doc.y, { fit: [slot.width, 60], align: 'center' }, warn);
     doc.y += 62;
   }
   doc
@@ -265,9 +397,12 @@ function drawSignature(doc: PDFKit.PDFDocument, layout: ResolvedLayout, signed: 
     .strokeColor('#555555')
     .stroke();
   doc.y += 4;
-  doc.font(layout.font.bold).fontSize(layout.size).text(signed.name, left, doc.y, { width: slot.width, align: 'center' });
+  doc
+    .font(layout.font.bold)
+    .fontSize(layout.size)
+    .text(printable(signed.name), left, doc.y, { width: slot.width, align: 'center' });
   doc.font(layout.font.regular);
-  if (signed.crm) doc.text(`CRM ${signed.crm}`, left, doc.y, { width: slot.width, align: 'center' });
+  if (signed.crm) doc.text(printable(`CRM ${signed.crm}`), left, doc.y, { width: slot.width, align: 'center' });
   doc
     .fontSize(layout.size - 1)
     .text(`Signed ${formatDateTime(signed.at)}`, left, doc.y, { width: slot.width, align: 'center' });
@@ -290,7 +425,7 @@ function drawFooters(doc: PDFKit.PDFDocument, layout: ResolvedLayout, draft: boo
       .font(layout.font.regular)
       .fontSize(layout.size - 2)
       .fillColor('#555555');
-    if (layout.footer.text) doc.text(layout.footer.text, m.left, y, { width, align: 'center', lineBreak: false });
+    if (layout.footer.text) doc.text(printable(layout.footer.text), m.left, y, { width, align: 'center', lineBreak: false });
     doc.text(`Page ${n - range.start + 1} of ${range.count}`, m.left, y + layout.size + 2, {
       width,
       align: 'right',
