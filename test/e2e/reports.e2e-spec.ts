@@ -3,11 +3,11 @@ import { mkdtempSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import sharp from 'sharp';
-import { crc32, deflateSync } from 'zlib';
 import { AuditService } from '../../src/audit';
 import { createTestApp, TestApp } from '../support/app';
 import { createPatient, createStudy, StudyRow } from '../support/clinical-factories';
 import { ISO } from '../support/expectations';
+import { rgbaPng } from '../support/png';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
 
 const REPORT_KEYS = [
@@ -44,34 +44,6 @@ function readPdf(pdf: Buffer): { text: string; info: string; images: number } {
   const info = execFileSync('pdfinfo', [file]).toString();
   const list = execFileSync('pdfimages', ['-list', file]).toString().trim().split('\n');
   return { text, info, images: Math.max(0, list.length - 2) };
-}
-
-/**
- * A 4 x 4 RGBA PNG whose header and CRCs are sound and whose IDAT zlib header is overwritten: its
- * header reads as a PNG, its pixels do not decode (pdfkit: `incorrect header check`).
- */
-function pngWithBrokenPixels(): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const rows = Buffer.alloc(4 * (1 + 4 * 4), 0x80);
-  for (let row = 0; row < 4; row++) rows[row * 17] = 0;
-  const idat = Buffer.concat([Buffer.from([0x00, 0x00]), deflateSync(rows).subarray(2)]);
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(4, 0);
-  header.writeUInt32BE(4, 4);
-  header.set([8, 6, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', idat),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
 }
 
 describe('Reports (/api/studies/{id}/reports)', () => {
@@ -321,7 +293,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
 
     it('an image pdfkit cannot decode (stored before uploads were decoded) is left out: sign and /pdf answer 200', async () => {
       const { c, study, doctorToken, doctor } = await setup();
-      const broken = `data:image/png;base64,${pngWithBrokenPixels().toString('base64')}`;
+      const broken = `data:image/png;base64,${rgbaPng('zlib_header').toString('base64')}`;
       await t.db.query(`UPDATE tenants SET logo = $2 WHERE id = $1`, [c.tenant.id, broken]);
       await t.db.query(`UPDATE users SET signature = $2 WHERE id = $1`, [doctor.id, broken]);
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Sem alterações.' } })).body;
@@ -556,7 +528,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
 
     it('a logo or signature whose pixels do not decode is refused at upload (422), not at signing', async () => {
       const { c, doctor } = await setup();
-      const broken = `data:image/png;base64,${pngWithBrokenPixels().toString('base64')}`;
+      const broken = `data:image/png;base64,${rgbaPng('zlib_header').toString('base64')}`;
       const logo = await t.http.patch('/api/tenant/settings', { token: c.adminToken, body: { logo: broken } });
       expect(logo.status).toBe(422);
       const notImage = 'The logo is not a valid image of the declared type (JPEG or PNG).';

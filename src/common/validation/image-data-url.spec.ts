@@ -1,36 +1,6 @@
 import sharp from 'sharp';
-import { crc32, deflateSync } from 'zlib';
+import { PNG_SIGNATURE, pngChunk as chunk, rgbaPng } from '../../../test/support/png';
 import { imageDataUrlProblem, imageProblemMessage, IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, MIB } from './image-data-url';
-
-/** A PNG chunk with its length and a correct CRC (so only what the test breaks is broken). */
-function chunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
-const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-/**
- * A 4 x 4 RGBA PNG with a sound header and CRCs whose pixel data is broken as `how` says: the
- * zlib header of IDAT overwritten (what pdfkit answers `incorrect header check` to), the stream
- * cut short, or a scanline with filter type 7 (there are five).
- */
-function brokenPng(how: 'zlib_header' | 'truncated' | 'bad_filter'): Buffer {
-  const rows = Buffer.alloc(4 * (1 + 4 * 4), 0x80);
-  for (let row = 0; row < 4; row++) rows[row * 17] = how === 'bad_filter' && row === 2 ? 7 : 0;
-  let idat = deflateSync(rows);
-  if (how === 'zlib_header') idat = Buffer.concat([Buffer.from([0x00, 0x00]), idat.subarray(2)]);
-  if (how === 'truncated') idat = idat.subarray(0, idat.length - 6);
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(4, 0);
-  header.writeUInt32BE(4, 4);
-  header.set([8, 6, 0, 0, 0], 8); // 8-bit RGBA
-  return Buffer.concat([PNG_SIGNATURE, chunk('IHDR', header), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
-}
 
 /** A PNG whose header declares `width` x `height` (its pixel data is a few bytes: it does not decode). */
 function pngDeclaring(width: number, height: number, padTo = 0): Buffer {
@@ -126,7 +96,7 @@ describe('imageDataUrlProblem', () => {
   it.each([['zlib_header'], ['truncated'], ['bad_filter']] as const)(
     'reports not_image for a PNG whose header is sound and whose pixel data does not decode (%s)',
     async (how) => {
-      const broken = brokenPng(how);
+      const broken = rgbaPng(how);
       // The header alone says a 4 x 4 PNG: only decoding the pixels tells.
       expect(await sharp(broken).metadata()).toMatchObject({ format: 'png', width: 4, height: 4 });
       expect(await imageDataUrlProblem(url('png', broken), MIB)).toBe('not_image');

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import sharp from 'sharp';
-import { crc32, deflateSync, inflateSync } from 'zlib';
+import { deflateSync, inflateSync } from 'zlib';
+import { pngChunk as chunk, rgbaPng } from '../../../test/support/png';
 import { uidFromSeed } from '../report-filing.service';
 import type { ReportDocument, ReportPart } from './report-document';
 import { printable, renderReport, resolveLayout } from './render-report';
@@ -28,38 +29,6 @@ function readPdf(pdf: Buffer): { text: string; images: number; imageObjects: num
 }
 
 const dataUrl = (type: 'png' | 'jpeg', bytes: Buffer) => `data:image/${type};base64,${bytes.toString('base64')}`;
-
-/** A PNG chunk with its length and a correct CRC. */
-function chunk(type: string, data: Buffer): Buffer {
-  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
-/**
- * A 4 x 4 RGBA PNG (which pdfkit decodes to split its alpha channel), sound or with its pixel data
- * broken: the IDAT zlib header overwritten (pdfkit: `incorrect header check`), or a scanline with
- * filter type 7 (png-js: `Invalid filter algorithm`).
- */
-function rgbaPng(broken?: 'zlib_header' | 'bad_filter'): Buffer {
-  const rows = Buffer.alloc(4 * (1 + 4 * 4), 0x80);
-  for (let row = 0; row < 4; row++) rows[row * 17] = broken === 'bad_filter' && row === 2 ? 7 : 0;
-  let idat = deflateSync(rows);
-  if (broken === 'zlib_header') idat = Buffer.concat([Buffer.from([0x00, 0x00]), idat.subarray(2)]);
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(4, 0);
-  header.writeUInt32BE(4, 4);
-  header.set([8, 6, 0, 0, 0], 8);
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', idat),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
 
 /** `png` with its pixel data (the IDAT chunks, inflated) changed by `change`, in one IDAT with sound CRCs. */
 function withPixels(png: Buffer, change: (pixels: Buffer) => void): Buffer {
