@@ -634,6 +634,8 @@ CREATE INDEX patients_tenant_order_idx ON public.patients USING btree (tenant_id
 
 CREATE UNIQUE INDEX patients_tenant_patient_id_key ON public.patients USING btree (tenant_id, patient_id);
 
+CREATE INDEX report_pdfs_unfiled_idx ON public.report_pdfs USING btree (created_at) WHERE (filed_instance_id IS NULL);
+
 CREATE INDEX report_presets_tenant_name_idx ON public.report_presets USING btree (tenant_id, name, id) WHERE (deleted_at IS NULL);
 
 CREATE UNIQUE INDEX report_templates_one_active_global ON public.report_templates USING btree (tenant_id) WHERE (is_active AND (deleted_at IS NULL) AND (unit_id IS NULL));

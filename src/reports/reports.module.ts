@@ -26,7 +26,7 @@ export class ReportsModule {}
 /** The worker side: files each signed report's PDF in the image server. */
 @Module({
   imports: [QueuesModule, ImgsrvModule],
-  providers: [ReportsRepository, ReportFilingService, ReportFilingWorker],
+  providers: [ReportsRepository, ReportFilingService, ReportFilingQueue, ReportFilingWorker],
   exports: [ReportFilingService],
 })
 export class ReportsWorkerModule {}

@@ -342,6 +342,19 @@ export class ReportsRepository {
     return row ?? null;
   }
 
+  /** Kept PDFs not filed in the image server yet and older than `seconds`, oldest first (the filing sweep). */
+  async unfiledPdfIds(seconds: number, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .createQueryBuilder(ReportPdf, 'p')
+      .select('p.id', 'id')
+      .where('p.filed_instance_id IS NULL')
+      .andWhere('p.created_at < now() - make_interval(secs => :seconds)', { seconds })
+      .orderBy('p.created_at')
+      .limit(limit)
+      .getRawMany<{ id: string }>();
+    return rows.map((row) => row.id);
+  }
+
   /** Keeps the SOP Instance UID chosen for a PDF before it is sent (a retry sends the same instance). */
   async chooseSopInstanceUid(pdfId: string, uid: string): Promise<string> {
     const result = await this.db

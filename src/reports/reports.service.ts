@@ -1,4 +1,4 @@
-import { HttpStatus, Injectable } from '@nestjs/common';
+import { Logger, HttpStatus, Injectable } from '@nestjs/common';
 import type { AuthUser } from '../common/auth/auth-user';
 import { DataScope } from '../common/auth/data-scope';
 import { ApiError, Errors } from '../common/errors/api-errors';
@@ -52,6 +52,8 @@ const filled = (value: string | null) => typeof value === 'string' && value.trim
  */
 @Injectable()
 export class ReportsService {
+  private readonly logger = new Logger('Reports');
+
   constructor(
     private readonly studies: StudiesRepository,
     private readonly reports: ReportsRepository,
@@ -209,7 +211,11 @@ export class ReportsService {
       pdfReportId,
     });
     if (!pdfId) await this.missed(studyId, reportId);
-    await this.filing.fileReportPdf(pdfId as string);
+    // The report is signed: a queue that fails now must not turn that into an error. The worker's
+    // sweep files a PDF its job never got (ReportFilingWorker).
+    await this.filing.fileReportPdf(pdfId as string).catch((error: Error) => {
+      this.logger.warn(`report PDF ${pdfId} not queued for filing (the sweep will file it): ${error?.message}`);
+    });
     return toReportDto(await this.report(studyId, reportId));
   }
 

@@ -4,12 +4,16 @@
  * DICOM Encapsulated PDF in the study's DOC series; the webhook re-indexes the study, which stays in
  * its clinic and unit and lists the series.
  */
+import { getQueueToken } from '@nestjs/bull';
 import { TestingModule } from '@nestjs/testing';
+import type { Queue } from 'bull';
 import { randomBytes } from 'crypto';
 import { promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { REPORT_FILING_QUEUE } from '../../src/common/queues/queues.module';
 import { ReportFilingService } from '../../src/reports/report-filing.service';
+import { ReportFilingWorker } from '../../src/reports/report-filing.worker';
 import { TestApp } from '../support/app';
 import { sendWithStorescu, writeStudy } from '../../scripts/stack/dicom';
 import { createTenant, createUnit, createUser, login } from '../support/factories';
@@ -168,5 +172,51 @@ describe('Signed reports filed in the image server', () => {
     expect(numbers.sort()).toEqual(['1', '2']);
     const [study] = await t.db.query(`SELECT tenant_id, unit_id FROM studies WHERE id = $1`, [studyId]);
     expect(study).toEqual({ tenant_id: tenant.id, unit_id: unit.id });
+  });
+
+  it("files again, by the worker's sweep, a PDF its own job did not file: never queued, or unfiled since", async () => {
+    const [pdf] = await t.db.query(
+      `SELECT p.id, p.filed_instance_id FROM report_pdfs p JOIN reports r ON r.id = p.report_id
+        WHERE r.study_id = $1 AND p.version = 1`,
+      [studyId],
+    );
+    expect(pdf.filed_instance_id).toEqual(expect.any(String));
+    const queue = worker.get<Queue>(getQueueToken(REPORT_FILING_QUEUE));
+    const sweeper = worker.get(ReportFilingWorker);
+    const unfile = () =>
+      t.db.query(
+        `UPDATE report_pdfs SET filed_instance_id = NULL, filed_at = NULL, created_at = now() - interval '2 minutes'
+          WHERE id = $1`,
+        [pdf.id],
+      );
+    const filedAgain = () =>
+      waitFor(
+        'the PDF filed again',
+        async () =>
+          (await t.db.query(`SELECT filed_instance_id FROM report_pdfs WHERE id = $1`, [pdf.id]))[0].filed_instance_id,
+        30_000,
+      );
+
+    // Never queued (the queue failed after the signing's commit): no job at all.
+    await (await queue.getJob(`report-pdf:${pdf.id}`))?.remove();
+    await unfile();
+    await sweeper.sweep();
+    expect(await filedAgain()).toBe(pdf.filed_instance_id);
+
+    // Its job completed, the PDF unfiled since: queued anew.
+    expect(await (await queue.getJob(`report-pdf:${pdf.id}`))?.getState()).toBe('completed');
+    await unfile();
+    await sweeper.sweep();
+    expect(await filedAgain()).toBe(pdf.filed_instance_id);
+
+    // A PDF younger than a minute is its own job's: the sweep leaves it.
+    await t.db.query(`UPDATE report_pdfs SET filed_instance_id = NULL, filed_at = NULL, created_at = now() WHERE id = $1`, [
+      pdf.id,
+    ]);
+    expect(await sweeper.sweep()).toBe(0);
+    await t.db.query(`UPDATE report_pdfs SET filed_instance_id = $2, filed_at = now() WHERE id = $1`, [
+      pdf.id,
+      pdf.filed_instance_id,
+    ]);
   });
 });
