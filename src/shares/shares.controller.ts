@@ -28,7 +28,9 @@ export class SharesController {
   })
   @ApiOkResponse({ type: OpenedShareDto })
   @ApiNotFoundResponse({ description: 'Unknown token: `{message: "Share not found."}`' })
-  @ApiGoneResponse({ description: 'Expired, used up or revoked: `{message}`' })
+  @ApiGoneResponse({
+    description: "Expired, used up, revoked, or its creator's account no longer reads the study: `{message}`",
+  })
   @ApiUnauthorizedResponse({ description: 'Missing or wrong passcode: `{message}`' })
   @ApiTooManyRequestsResponse({
     description: '5 wrong passcodes in 15 minutes lock the share (even for the right one) until then; `Retry-After`',

@@ -30,6 +30,8 @@ export interface ShareToOpen {
   revoked_at: Date | null;
   created_by_user_id: string | null;
   tenant_active: boolean;
+  /** Its creator's account still gives viewer tokens that read (ViewerService: active, of the share's clinic or a super admin). */
+  creator_usable: boolean;
   unit_id: string;
   study_instance_uid: string;
   patient_name: string;
@@ -39,9 +41,12 @@ export interface ShareToOpen {
   report_status: string | null;
 }
 
-/** The columns of a share to open (ShareToOpen), over `shares sh`, `studies s` and `tenants t`. */
+/** Whether `users u` (the share's creator) still gives viewer tokens that read the share's clinic. */
+const CREATOR_USABLE = `(u.id IS NOT NULL AND u.is_active AND (u.is_super_admin OR u.tenant_id = sh.tenant_id))`;
+
+/** The columns of a share to open (ShareToOpen), over `shares sh`, `studies s`, `tenants t` and `users u`. */
 const TO_OPEN = `sh.id, sh.tenant_id, sh.study_id, sh.passcode_hash, sh.expires_at, sh.max_uses, sh.uses, sh.revoked_at,
-  sh.created_by_user_id, t.is_active AS tenant_active, s.unit_id, s.study_instance_uid, s.patient_name,
+  sh.created_by_user_id, t.is_active AS tenant_active, ${CREATOR_USABLE} AS creator_usable, s.unit_id, s.study_instance_uid, s.patient_name,
   s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status`;
 
 const LISTED = `sh.id, sh.tenant_id, sh.study_id, sh.expires_at, sh.max_uses, sh.uses, sh.last_used_at, sh.revoked_at,
@@ -91,6 +96,7 @@ export class SharesRepository {
     const [row] = await this.db.query(
       `SELECT ${TO_OPEN}
          FROM shares sh JOIN studies s ON s.id = sh.study_id JOIN tenants t ON t.id = sh.tenant_id
+              LEFT JOIN users u ON u.id = sh.created_by_user_id
         WHERE sh.token_hash = $1`,
       [tokenHash],
     );
@@ -107,9 +113,10 @@ export class SharesRepository {
     // connection and without a query runner per call (share opens at 32 connections: 1,650 -> 1,800/s).
     const [row] = await this.prepared.query<ShareToOpen>(
       `UPDATE shares sh SET uses = sh.uses + 1, last_used_at = now()
-         FROM studies s, tenants t
+         FROM studies s, tenants t, users u
         WHERE sh.token_hash = $1 AND sh.passcode_hash IS NULL AND sh.uses < sh.max_uses AND sh.revoked_at IS NULL
           AND sh.expires_at > now() AND s.id = sh.study_id AND t.id = sh.tenant_id AND t.is_active
+          AND u.id = sh.created_by_user_id AND ${CREATOR_USABLE}
         RETURNING ${TO_OPEN}`,
       [tokenHash],
     );

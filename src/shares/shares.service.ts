@@ -28,6 +28,7 @@ export const ShareErrors = {
   revoked: () => new ApiError(HttpStatus.GONE, { message: 'This link has been revoked.' }),
   expired: () => new ApiError(HttpStatus.GONE, { message: 'This link has expired.' }),
   usedUp: () => new ApiError(HttpStatus.GONE, { message: 'This link has been used as many times as it allows.' }),
+  unavailable: () => new ApiError(HttpStatus.GONE, { message: 'This link is no longer available.' }),
   passcodeRequired: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'This link needs its passcode.' }),
   wrongPasscode: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'Wrong passcode.' }),
 };
@@ -177,6 +178,8 @@ export class SharesService {
 
   private assertStanding(share: ShareToOpen): void {
     if (share.revoked_at || !share.tenant_active) throw ShareErrors.revoked();
+    // Its viewer tokens would read in the name of an account that no longer reads the study: no use counted.
+    if (!share.creator_usable) throw ShareErrors.unavailable();
     if (new Date(share.expires_at).getTime() <= Date.now()) throw ShareErrors.expired();
     if (share.uses >= share.max_uses) throw ShareErrors.usedUp();
   }

@@ -5,7 +5,7 @@ import { REDIS } from '../../src/common/redis/redis.module';
 import { ViewerService } from '../../src/viewer';
 import { createTestApp, TestApp } from '../support/app';
 import { createImagedStudy, StudyRow } from '../support/clinical-factories';
-import { createClinic, createSuperAdminUser } from '../support/factories';
+import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
 import { ISO } from '../support/expectations';
 
 jest.setTimeout(60_000);
@@ -230,6 +230,36 @@ describe('Share links', () => {
       await t.db.query(`UPDATE tenants SET is_active = false WHERE id = $1`, [closing.tenant.id]);
       const res = await open(share.token);
       expect([res.status, res.body]).toEqual([410, { message: 'This link has been revoked.' }]);
+    });
+
+    it("answers 410 without counting a use once its creator's account no longer reads the study (deactivated, moved to another clinic)", async () => {
+      const creator = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const token = await login(t.http, creator.email);
+      const plain = (await create({}, token)).body;
+      const guarded = (await create({ passcode: 'right-passcode' }, token)).body;
+      const gone = [410, { message: 'This link is no longer available.' }];
+      const uses = async () =>
+        (await t.db.query(`SELECT uses FROM shares WHERE id = ANY($1) ORDER BY id`, [[plain.id, guarded.id]])).map(
+          (row: { uses: number }) => row.uses,
+        );
+      for (const change of [
+        `UPDATE users SET is_active = false WHERE id = $1`,
+        `UPDATE users SET is_active = true, tenant_id = '${other.tenant.id}', unit_id = '${other.unit1.id}' WHERE id = $1`,
+      ]) {
+        await t.db.query(change, [creator.id]);
+        const res = await open(plain.token);
+        expect([res.status, res.body]).toEqual(gone);
+        const withPasscode = await open(guarded.token, 'right-passcode');
+        expect([withPasscode.status, withPasscode.body]).toEqual(gone);
+        expect(await uses()).toEqual([0, 0]);
+      }
+      await t.db.query(`UPDATE users SET tenant_id = $2, unit_id = $3 WHERE id = $1`, [
+        creator.id,
+        clinic.tenant.id,
+        clinic.unit1.id,
+      ]);
+      expect((await open(plain.token)).status).toBe(200);
+      expect((await open(guarded.token, 'right-passcode')).status).toBe(200);
     });
 
     it('asks for the passcode (401, not counted), refuses a wrong one (401) and opens with the right one', async () => {
