@@ -123,7 +123,8 @@ export class ReportsController {
   @ApiConflictResponse({ type: ConflictDto, description: 'A stale `version`, or a report already final' })
   @ApiUnprocessableEntityResponse({
     type: ValidationErrorDto,
-    description: 'errors.crm: the signer has no CRM; errors.findings/impression: both empty; errors.version',
+    description:
+      "errors.crm: the signer has no CRM; errors.findings/impression: both empty; errors.template_id: the draft's template was deleted or moved out of the study's unit since; errors.version",
   })
   sign(
     @CurrentUser() user: AuthUser,

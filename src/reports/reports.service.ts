@@ -185,7 +185,7 @@ export class ReportsService {
     let layout: SignedLayout;
     let pdfReportId: string;
     if (report.kind === 'report') {
-      const letterhead = await this.letterhead(study, report.template_id);
+      const letterhead = await this.letterhead(study, report.template_id, { signing: true });
       layout = { letterhead, signature: signer.signature };
       document = { letterhead, parts: [{ ...partOf(report), signed: signature }], draft: false };
       pdfReportId = report.id;
@@ -250,9 +250,18 @@ export class ReportsService {
     return report ? this.reports.keptPdf(report) : null;
   }
 
-  /** The letterhead as it is now: the template's layout and background, the clinic's logo, the header. */
-  private async letterhead(study: StudyDetail, templateId: string | null): Promise<ReportLetterhead> {
+  /**
+   * The letterhead as it is now: the template's layout and background, the clinic's logo, the header.
+   * A draft's template deleted or moved out of its unit since: a preview prints without it, a signing
+   * is refused (422 errors.template_id), as a signed PDF is never printed again.
+   */
+  private async letterhead(
+    study: StudyDetail,
+    templateId: string | null,
+    options = { signing: false },
+  ): Promise<ReportLetterhead> {
     const template = templateId ? await this.reports.findUsableTemplate(study.tenant_id, study.unit_id, templateId) : null;
+    if (templateId && !template && options.signing) throw Errors.fieldInvalid('template_id', TEMPLATE_INVALID);
     const background = (template?.assets as { background?: { data_url?: unknown; opacity?: unknown } } | undefined)?.background;
     return {
       clinic_name: study.tenant.name,

@@ -433,6 +433,30 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(read.text).toContain('Rua Conceição, 100 — São Paulo');
       expect(read.images).toBe(1);
     });
+
+    it('refuses to sign (422 errors.template_id) a draft whose template was deleted or moved out of the unit since; the preview still prints', async () => {
+      const { c, study, doctorToken } = await setup();
+      for (const change of [
+        `UPDATE report_templates SET deleted_at = now() WHERE id = $1`,
+        `UPDATE report_templates SET unit_id = $2 WHERE id = $1`,
+      ]) {
+        const [template] = await t.db.query(
+          `INSERT INTO report_templates (tenant_id, unit_id, name, is_active) VALUES ($1, $2, 'Letterhead', false) RETURNING id`,
+          [c.tenant.id, c.unit1.id],
+        );
+        const draft = (
+          await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x', template_id: template.id } })
+        ).body;
+        expect(draft.template_id).toBe(template.id);
+        await t.db.query(change, change.includes('$2') ? [template.id, c.unit2.id] : [template.id]);
+        expect((await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).status).toBe(200);
+        const res = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+        expect([res.status, res.body.errors]).toEqual([422, { template_id: ['The selected template id is invalid.'] }]);
+        const [row] = await t.db.query(`SELECT status FROM reports WHERE id = $1`, [draft.id]);
+        expect(row.status).toBe('draft');
+        await t.http.delete(url(study.id, `/${draft.id}`), { token: doctorToken });
+      }
+    });
   });
 
   describe('walls', () => {
