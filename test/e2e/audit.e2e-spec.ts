@@ -1,21 +1,18 @@
 import { Body, Controller, Get, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'crypto';
 import * as http from 'http';
 import { AddressInfo } from 'net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { configureApp, createAdapter, NEST_APP_OPTIONS } from '../../src/app.factory';
-import { ApiModule } from '../../src/app.module';
 import { AuditAccess } from '../../src/audit/audit-access.decorator';
 import { AuditService } from '../../src/audit/audit.service';
 import { Auth } from '../../src/common/auth/decorators';
 import { Errors } from '../../src/common/errors/api-errors';
 import { UuidParam } from '../../src/common/http/uuid-param';
-import { APP_CONFIG } from '../../src/config/config.module';
-import { AppConfig, loadConfig } from '../../src/config/environment';
+import { loadConfig } from '../../src/config/environment';
+import { createTestApp } from '../support/app';
 import { createImagedStudy, createThumbnail, fakeJpeg } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 import { HttpClient, socketRequest } from '../support/http';
@@ -104,20 +101,9 @@ interface LogRow {
 
 jest.setTimeout(30_000);
 
-async function startApp(config: AppConfig): Promise<NestFastifyApplication> {
-  const moduleRef = await Test.createTestingModule({ imports: [ApiModule, AuditedModule] })
-    .overrideProvider(APP_CONFIG)
-    .useValue(config)
-    .compile();
-  const app = moduleRef.createNestApplication<NestFastifyApplication>(createAdapter(config), {
-    ...NEST_APP_OPTIONS,
-    logger: false,
-  });
-  await configureApp(app);
-  await app.init();
-  await app.getHttpAdapter().getInstance().ready();
-  return app;
-}
+/** The API with this spec's own audited routes (AuditedModule). */
+const startApp = async (env: Record<string, string> = {}): Promise<NestFastifyApplication> =>
+  (await createTestApp(env, [AuditedModule])).app;
 
 describe('Access log (who opened which study, image or viewer token)', () => {
   let app: NestFastifyApplication;
@@ -138,7 +124,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     });
     await new Promise<void>((resolve) => imageServer.listen(0, '127.0.0.1', resolve));
     const { port } = imageServer.address() as AddressInfo;
-    app = await startApp(loadConfig({ ...process.env, IMGSRV_URL: `http://127.0.0.1:${port}` }));
+    app = await startApp({ IMGSRV_URL: `http://127.0.0.1:${port}` });
     db = app.get<DataSource>(getDataSourceToken());
     client = new HttpClient(app);
     audit = app.get(AuditService);
@@ -336,7 +322,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
 
   it('writes the entries of requests still running when the application starts to shut down', async () => {
     // Its own app, after the one above has closed: Passport keeps one strategy per process.
-    const closing = await startApp(loadConfig());
+    const closing = await startApp();
     const closingDb = closing.get<DataSource>(getDataSourceToken());
     const clinic = await createClinic(closingDb, new HttpClient(closing));
     const { study } = await createImagedStudy(closingDb, clinic.tenant.id, clinic.unit1.id);

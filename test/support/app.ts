@@ -1,3 +1,4 @@
+import { Type } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
@@ -21,11 +22,12 @@ export interface TestApp {
 
 /**
  * The real API module on the run's database and Redis prefix; `env` overrides configuration
- * (e.g. `{ JWT_TTL: '2' }`). Requests go through Fastify's inject: no port, same pipeline.
+ * (e.g. `{ JWT_TTL: '2' }`), `imports` adds test-only modules (routes of a spec's own).
+ * Requests go through Fastify's inject: no port, same pipeline.
  */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, imports: Type[] = []): Promise<TestApp> {
   const config = loadConfig({ ...process.env, ...env });
-  const moduleRef = await Test.createTestingModule({ imports: [ApiModule] })
+  const moduleRef = await Test.createTestingModule({ imports: [ApiModule, ...imports] })
     .overrideProvider(APP_CONFIG)
     .useValue(config)
     .compile();
