@@ -63,11 +63,15 @@ export class SharesRepository {
     private readonly prepared: PreparedQueries,
   ) {}
 
-  async create(values: NewShare): Promise<ShareRow> {
+  /**
+   * The new share, or null when the study's clinic is not active (the quarantine clinic, or one
+   * deactivated): such a link would never open.
+   */
+  async create(values: NewShare): Promise<ShareRow | null> {
     const [row] = await this.db.query(
       `WITH sh AS (
          INSERT INTO shares (tenant_id, study_id, token_hash, passcode_hash, expires_at, max_uses, note, created_by_user_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 FROM tenants t WHERE t.id = $1 AND t.is_active RETURNING *)
        SELECT ${LISTED} FROM sh LEFT JOIN users u ON u.id = sh.created_by_user_id`,
       [
         values.tenant_id,
@@ -80,7 +84,7 @@ export class SharesRepository {
         values.created_by_user_id,
       ],
     );
-    return row;
+    return row ?? null;
   }
 
   /** The study's shares, oldest first. */

@@ -29,6 +29,8 @@ export const ShareErrors = {
   expired: () => new ApiError(HttpStatus.GONE, { message: 'This link has expired.' }),
   usedUp: () => new ApiError(HttpStatus.GONE, { message: 'This link has been used as many times as it allows.' }),
   unavailable: () => new ApiError(HttpStatus.GONE, { message: 'This link is no longer available.' }),
+  clinicInactive: () =>
+    new ApiError(HttpStatus.CONFLICT, { message: 'A study of an inactive clinic (quarantine included) cannot be shared.' }),
   passcodeRequired: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'This link needs its passcode.' }),
   wrongPasscode: () => new ApiError(HttpStatus.UNAUTHORIZED, { message: 'Wrong passcode.' }),
 };
@@ -110,6 +112,7 @@ export class SharesService {
       note: body.note ?? null,
       created_by_user_id: user.id,
     });
+    if (!row) throw ShareErrors.clinicInactive();
     this.record('share.create', row.id, study.id, user, from);
     return { ...toShareDto(row), token, url: `/s/${token}` };
   }

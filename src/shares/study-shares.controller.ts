@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Req } from '@nestjs/common';
 import {
+  ApiConflictResponse,
   ApiCreatedResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
@@ -29,6 +30,10 @@ export class StudySharesController {
   @ApiOperation({ summary: 'A link that opens this study for someone without an account (token shown only here)' })
   @ApiCreatedResponse({ type: CreatedShareDto })
   @ApiNotFoundResponse({ description: STUDY_NOT_FOUND })
+  @ApiConflictResponse({
+    description:
+      "The study's clinic is inactive (a study in quarantine, seen by the super admin): the link would never open. `{message}`",
+  })
   @ApiUnprocessableEntityResponse({
     description: 'expires_in_hours (1-720), max_uses (1-1000), passcode (6-64 characters) or note (max 255) invalid',
   })

@@ -132,6 +132,30 @@ describe('Share links', () => {
       expect([res.status, res.body]).toEqual([401, { message: 'Unauthenticated.' }]);
     });
 
+    it('answers 409 to the super admin for a study in quarantine or of a deactivated clinic (the link would never open); nothing kept', async () => {
+      const [quarantine] = await t.db.query(
+        `SELECT t.id AS tenant_id, u.id AS unit_id FROM tenants t JOIN units u ON u.tenant_id = t.id WHERE t.slug = 'quarantine'`,
+      );
+      const quarantined = (await createImagedStudy(t.db, quarantine.tenant_id, quarantine.unit_id)).study;
+      const closing = await createClinic(t.db, t.http);
+      const theirStudy = (await createImagedStudy(t.db, closing.tenant.id, closing.unit1.id)).study;
+      await t.db.query(`UPDATE tenants SET is_active = false WHERE id = $1`, [closing.tenant.id]);
+      for (const studyId of [quarantined.id, theirStudy.id]) {
+        const res = await create({}, superAdmin.token, studyId);
+        expect([res.status, res.body]).toEqual([
+          409,
+          { message: 'A study of an inactive clinic (quarantine included) cannot be shared.' },
+        ]);
+        expect(await t.db.query(`SELECT id FROM shares WHERE study_id = $1`, [studyId])).toEqual([]);
+      }
+      await t.app.get(AuditService).flush();
+      expect(
+        await t.db.query(`SELECT id FROM access_logs WHERE action = 'share.create' AND study_id = ANY($1)`, [
+          [quarantined.id, theirStudy.id],
+        ]),
+      ).toEqual([]);
+    });
+
     it('lets the tenant admin and the super admin share a study of the clinic', async () => {
       expect((await create({}, clinic.adminToken, unit2Study.id)).status).toBe(201);
       expect((await create({}, superAdmin.token, unit2Study.id)).status).toBe(201);
