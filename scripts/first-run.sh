@@ -12,6 +12,14 @@ cd "$(dirname "$0")/.."
 say() { printf '== %s\n' "$*"; }
 fail() { printf 'first run: %s\n' "$*" >&2; exit 1; }
 
+# --- Node.js ------------------------------------------------------------------------------------
+# A dependency (content-disposition 3, through @fastify/static) is an ES module that is require()d:
+# Node loads those by default from 20.19 and 22.12 on; older ones stop the API at its start.
+command -v node >/dev/null 2>&1 || fail "Node.js is not installed (20.19 or newer is needed)"
+node -e 'const [major, minor] = process.versions.node.split(".").map(Number);
+  process.exit((major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major >= 23 ? 0 : 1)' ||
+  fail "Node.js $(node --version) is too old: 20.19 (or 22.12) or newer is needed"
+
 # --- system packages -------------------------------------------------------------------------
 need=()
 [ -x /usr/sbin/Orthanc ] || command -v Orthanc >/dev/null 2>&1 || need+=(orthanc)
