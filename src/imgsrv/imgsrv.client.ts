@@ -78,6 +78,8 @@ export class ImgsrvClient {
   readonly http: AxiosInstance;
   /** Mutable so tests can shorten it. */
   retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
+  /** The whole of a rendering call (renderedJpeg), body included. Mutable so tests can shorten it. */
+  renderedTimeoutMs = RENDERED_TIMEOUT_MS;
   private dicomWebKnown?: { value: boolean; until: number };
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
@@ -89,13 +91,18 @@ export class ImgsrvClient {
     });
   }
 
-  /** A JPEG rendering of an instance, streamed (not buffered); rejects on any non-2xx answer. */
+  /**
+   * A JPEG rendering of an instance, streamed (not buffered); rejects on any non-2xx answer. The
+   * whole call, body included, is bounded by renderedTimeoutMs: axios's `timeout` alone stops
+   * counting once the headers of a streamed answer arrive, so a body that stalls would hang.
+   */
   async renderedJpeg(imgsrvInstanceId: string, params: Record<string, string | number> = {}): Promise<RenderedImage> {
     const response = await this.http.get<Readable>(`/instances/${encodeURIComponent(imgsrvInstanceId)}/rendered`, {
       params,
       headers: { Accept: 'image/jpeg' },
       responseType: 'stream',
-      timeout: RENDERED_TIMEOUT_MS,
+      timeout: this.renderedTimeoutMs,
+      signal: AbortSignal.timeout(this.renderedTimeoutMs),
     });
     return { contentType: String(response.headers['content-type'] ?? 'image/jpeg'), stream: response.data };
   }

@@ -1,5 +1,6 @@
 import * as http from 'http';
 import { AddressInfo } from 'net';
+import { ImgsrvClient } from '../../src/imgsrv';
 import { createTestApp, TestApp } from '../support/app';
 import {
   createImagedStudy,
@@ -25,7 +26,7 @@ const CALLERS: Caller[] = ['user1', 'user2', 'tenantAdmin', 'otherAdmin', 'super
 interface FakeImgsrv {
   url: string;
   requests: Array<{ url: string; authorization?: string; accept?: string }>;
-  behaviour: Map<string, 'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'empty'>;
+  behaviour: Map<string, 'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'stallAfterHeaders' | 'empty'>;
   close(): Promise<void>;
 }
 
@@ -54,6 +55,12 @@ async function startFakeImgsrv(): Promise<FakeImgsrv> {
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': '1000' });
         res.flushHeaders();
         setTimeout(() => req.socket.destroy(), 20);
+        return;
+      case 'stallAfterHeaders':
+        // Headers at once, then nothing for 3 s: past the API's (shortened) rendering timeout.
+        res.writeHead(200, { 'content-type': 'image/jpeg' });
+        res.flushHeaders();
+        setTimeout(() => res.end(Buffer.from([0xff, 0xd8, 0xff])), 3_000).unref();
         return;
       case 'empty':
         res.writeHead(200, { 'content-type': 'image/jpeg' }).end();
@@ -857,6 +864,22 @@ describe('Studies, series, instances and images', () => {
         expect(res.body).toEqual({ message: 'Image not available' });
       },
     );
+
+    it('answers 404 {message: Image not available} once the timeout passes, even after the headers came', async () => {
+      const client = t.app.get(ImgsrvClient);
+      const timeout = client.renderedTimeoutMs;
+      client.renderedTimeoutMs = 300;
+      try {
+        const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        imgsrv.behaviour.set(instance.imgsrv_instance_id, 'stallAfterHeaders');
+        // Without the bound the stalled body would end after 3 s as a 200.
+        const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual({ message: 'Image not available' });
+      } finally {
+        client.renderedTimeoutMs = timeout;
+      }
+    });
   });
 
   describe('authentication', () => {
