@@ -8,6 +8,7 @@ describe('POST /api/imgsrv/door', () => {
   let t: TestApp;
   let secret: string;
   let studyUid: string;
+  let clinicA: { tenant: string; unit: string };
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -25,6 +26,7 @@ describe('POST /api/imgsrv/door', () => {
       return { tenant: tenant.id, unit: unit.id };
     };
     const a = await register(`DOOR_A_${process.pid}`.slice(0, 16), '10.1.0.1');
+    clinicA = a;
     await register(`DOOR_B_${process.pid}`.slice(0, 16), '10.1.0.2');
     studyUid = (await createStudy(t.db, { tenant_id: a.tenant, unit_id: a.unit })).study_instance_uid;
   });
@@ -76,6 +78,34 @@ describe('POST /api/imgsrv/door', () => {
 
     const stranger = await ask({ StudyInstanceUID: studyUid, PatientID: 'P', Sender: from('EVIL', '10.1.0.1') });
     expect(stranger.body).toMatchObject({ allow: false, reason: 'unregistered_sender' });
+  });
+
+  it("treats a study uploaded through the API (STOW-RS) as its clinic's before the index has it", async () => {
+    // The upload's instances are on the image server (Holder: the service) and its placement is
+    // recorded; the index places the study only after the image server finds it stable.
+    const uid = `1.2.826.0.1.${process.pid}.${Date.now()}`;
+    await t.db.query(`INSERT INTO upload_placements (study_instance_uid, tenant_id, unit_id) VALUES ($1, $2, $3)`, [
+      uid,
+      clinicA.tenant,
+      clinicA.unit,
+    ]);
+    const holder = { Origin: 'Plugins', Aet: null, Ip: null };
+    const stranger = await ask({ StudyInstanceUID: uid, PatientID: 'P', Sender: from('EVIL', '10.9.9.9'), Holder: holder });
+    expect(stranger.body).toMatchObject({ allow: false, reason: 'unregistered_sender' });
+    const other = await ask({
+      StudyInstanceUID: uid,
+      PatientID: 'P',
+      Sender: from(`DOOR_B_${process.pid}`.slice(0, 16), '10.1.0.2'),
+      Holder: holder,
+    });
+    expect(other.body).toMatchObject({ allow: false, reason: 'other_clinic' });
+    const own = await ask({
+      StudyInstanceUID: uid,
+      PatientID: 'P',
+      Sender: from(`DOOR_A_${process.pid}`.slice(0, 16), '10.1.0.1'),
+      Holder: holder,
+    });
+    expect(own.body).toEqual({ allow: true });
   });
 
   it('lets anyone start a study nobody holds', async () => {

@@ -41,7 +41,7 @@ export type DoorDecision = { allow: true } | { allow: false; reason: DoorRefusal
 
 /** What the archive knows: the clinics its index holds the study in (never quarantine), and the devices. */
 export interface DoorArchive {
-  /** Tenants (quarantine excluded) of the archive's studies with this StudyInstanceUID. */
+  /** Tenants (quarantine excluded) of the archive's studies with this StudyInstanceUID, and of its upload through the API. */
   clinicsOfStudy: readonly string[];
   /** The tenant of the registered device matching AE title and address, else null. */
   clinicOfDevice(sender: StoredBy): string | null;
@@ -70,10 +70,11 @@ export function describeSender(sender: StoredBy | null): string {
 /**
  * The study's door (decisions.md, "A device is its AE title and its address"): a study already
  * archived takes new instances over DICOM only from a registered device of its own clinic. A study
- * is archived once the archive's index places it in a clinic, or once the image server holds an
- * instance of it sent by a registered device (before the index has caught up); a study held only by
- * an unregistered sender is on its way to quarantine and takes instances from that sender alone. A
- * study nobody holds is new: anyone may start it (an unregistered sender's goes to quarantine).
+ * is archived once the archive's index places it in a clinic or a user uploads it (STOW-RS), or
+ * once the image server holds an instance of it sent by a registered device (before the index has
+ * caught up); a study held only by an unregistered sender is on its way to quarantine and takes
+ * instances from that sender alone. A study nobody holds is new: anyone may start it (an
+ * unregistered sender's goes to quarantine).
  */
 export function decideDoor(request: DoorRequest, archive: DoorArchive): DoorDecision {
   const { sender, holder, replaces } = request;

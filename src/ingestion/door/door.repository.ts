@@ -9,11 +9,17 @@ export type RegisteredModality = { tenant_id: string; ip_address: string };
 export class DoorRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** The clinics (quarantine excluded) whose archive holds the StudyInstanceUID (index studies_uid_idx). */
+  /**
+   * The clinics (quarantine excluded) whose archive holds the StudyInstanceUID (index studies_uid_idx),
+   * and the clinic of an upload through the API (STOW-RS) recorded for it: an uploaded study is
+   * archived from its upload on, not only once the index has placed it.
+   */
   async clinicsOfStudy(studyInstanceUid: string): Promise<string[]> {
     const rows: Array<{ tenant_id: string }> = await this.db.query(
-      `SELECT DISTINCT s.tenant_id FROM studies s JOIN tenants t ON t.id = s.tenant_id
-       WHERE s.study_instance_uid = $1 AND t.slug <> 'quarantine'`,
+      `SELECT s.tenant_id FROM studies s JOIN tenants t ON t.id = s.tenant_id
+       WHERE s.study_instance_uid = $1 AND t.slug <> 'quarantine'
+       UNION
+       SELECT p.tenant_id FROM upload_placements p WHERE p.study_instance_uid = $1`,
       [studyInstanceUid],
     );
     return rows.map((row) => row.tenant_id);
