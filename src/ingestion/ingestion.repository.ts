@@ -111,8 +111,10 @@ export class IngestionRepository {
    * tenant and unit whoever sends it again (a device of another clinic included): only a quarantined
    * study moves, and only to a placement out of quarantine. The returned tenant and unit are the
    * study's. report_status starts as pending on insert and is never touched again here.
+   * `dated` is false when the study carries no valid StudyDate: its study_date is then the date of
+   * its first ingestion, kept when it is ingested again (a later run must not move it in the lists).
    */
-  async saveStudy(study: StudyFields, placement: Placement, sender: Sender): Promise<SavedStudy> {
+  async saveStudy(study: StudyFields, placement: Placement, sender: Sender, dated = true): Promise<SavedStudy> {
     const quarantine = await this.quarantinePlacement();
     return this.db.transaction(async (m) => {
       await this.lockStudy(m, study.imgsrv_study_id);
@@ -129,7 +131,7 @@ export class IngestionRepository {
            patient_birth_date = EXCLUDED.patient_birth_date,
            patient_sex = EXCLUDED.patient_sex,
            accession_number = EXCLUDED.accession_number,
-           study_date = EXCLUDED.study_date,
+           study_date = CASE WHEN $14::boolean THEN EXCLUDED.study_date ELSE studies.study_date END,
            study_description = EXCLUDED.study_description,
            updated_at = now()
          RETURNING id, tenant_id, unit_id, patient_uuid, (xmax = 0) AS inserted`,
@@ -147,6 +149,7 @@ export class IngestionRepository {
           study.study_description,
           placement.quarantined,
           quarantine.tenant_id,
+          dated,
         ],
       );
       const patientUuid = await this.upsertPatient(m, saved.tenant_id, study);

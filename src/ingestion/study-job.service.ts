@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ImgsrvClient, OrthancStudy } from '../imgsrv';
 import { MetricsService, UntrustedSenderReason } from '../operations';
 import { Sender } from './device-identity';
-import { mapStudy, MAX_UID_LENGTH, normaliseAet, validUid } from './dicom-mapping';
+import { dicomDate, mapStudy, MAX_UID_LENGTH, normaliseAet, validUid } from './dicom-mapping';
 import { IngestionQueue, StudyJobData } from './ingestion-queue.service';
 import { IngestionRepository } from './ingestion.repository';
 
@@ -52,7 +52,8 @@ export class StudyJobService {
       ? { ...(await this.repository.quarantinePlacement()), reason: 'invalid_uid' as const }
       : ((await this.repository.uploadPlacement(fields.study_instance_uid)) ??
         (await this.repository.resolvePlacement(sender)));
-    const saved = await this.repository.saveStudy(fields, placement, sender);
+    const dated = dicomDate(study.MainDicomTags?.StudyDate) !== null;
+    const saved = await this.repository.saveStudy(fields, placement, sender, dated);
     const quarantine = await this.repository.quarantinePlacement();
     const quarantined = saved.tenant_id === quarantine.tenant_id;
     let untrusted: UntrustedSenderReason | undefined;

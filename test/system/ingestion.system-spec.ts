@@ -285,6 +285,11 @@ describe('Ingestion against a real Orthanc', () => {
     expect(heldPatient.tenant_id).toBe(quarantine.tenant_id);
     const hidden = await t.http.get(`/api/studies/${held.study.id}`, { token: userToken });
     expect(hidden.status).toBe(404);
+    // As if it had come in yesterday: the next run must keep that day, not take its own.
+    await db.query(`UPDATE studies SET study_date = study_date - 1 WHERE id = $1`, [held.study.id]);
+    const [{ yesterday }] = await db.query(`SELECT to_char(study_date, 'YYYY-MM-DD') AS yesterday FROM studies WHERE id = $1`, [
+      held.study.id,
+    ]);
 
     // The device gets registered: the reconciliation job (every second here) releases the study.
     await db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '127.0.0.1')`, [
@@ -299,6 +304,7 @@ describe('Ingestion against a real Orthanc', () => {
     });
     expect(moved.study.unit_id).toBe(unit.id);
     expect(moved.study.id).toBe(held.study.id);
+    expect(moved.study.study_date_text).toBe(yesterday);
     const [patient] = await db.query(`SELECT tenant_id, patient_id FROM patients WHERE id = $1`, [moved.study.patient_uuid]);
     expect(patient).toEqual({ tenant_id: tenant.id, patient_id: `Q-${suffix}` });
     expect(await db.query(`SELECT id FROM patients WHERE id = $1`, [held.study.patient_uuid])).toHaveLength(0);
