@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { likePattern } from '../common/pagination';
+import { foldedSearch } from '../common/pagination';
 import { Tenant } from '../database/entities';
 
 @Injectable()
@@ -11,7 +11,8 @@ export class TenantsRepository {
   async page(filter: { search?: string; offset: number; limit: number }): Promise<[Tenant[], number]> {
     const qb = this.dataSource.getRepository(Tenant).createQueryBuilder('t');
     if (filter.search) {
-      qb.andWhere('(t.name ILIKE :pattern OR t.slug ILIKE :pattern)', { pattern: likePattern(filter.search) });
+      const search = foldedSearch(['t.name', 't.slug'], filter.search);
+      qb.andWhere(search.sql, search.params);
     }
     return qb
       .orderBy('lower(t.name)', 'ASC')

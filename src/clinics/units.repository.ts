@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
-import { likePattern } from '../common/pagination';
+import { foldedSearch } from '../common/pagination';
 import { Unit } from '../database/entities';
 
 export interface UnitFilter {
@@ -23,7 +23,8 @@ export class UnitsRepository {
     qb.where(visible.sql, visible.params);
     if (filter.tenantId) qb.andWhere('u.tenant_id = :tenantId', { tenantId: filter.tenantId });
     if (filter.search) {
-      qb.andWhere('(u.name ILIKE :pattern OR u.slug ILIKE :pattern)', { pattern: likePattern(filter.search) });
+      const search = foldedSearch(['u.name', 'u.slug'], filter.search);
+      qb.andWhere(search.sql, search.params);
     }
     return qb
       .orderBy('lower(u.name)', 'ASC')

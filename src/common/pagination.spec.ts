@@ -1,10 +1,4 @@
-import { likePattern, paginated } from './pagination';
-
-describe('likePattern', () => {
-  it('takes %, _ and \\ literally', () => {
-    expect(likePattern('50%_a\\b')).toBe('%50\\%\\_a\\\\b%');
-  });
-});
+import { paginated } from './pagination';
 
 describe('paginated', () => {
   it('computes last_page, at least 1', () => {

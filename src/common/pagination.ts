@@ -1,18 +1,42 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsOptional, registerDecorator, ValidationArguments } from 'class-validator';
+import { StringRules } from './validation/fields';
 
 const toIntegerOrKeep = ({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : value;
+  typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+
+const MAX_PAGE = 100_000_000;
+
+/** Why a `page` value is refused, or null: the first rule it breaks gives the field's only message. */
+function pageFailure(value: unknown): string | null {
+  if (typeof value !== 'number' || Number.isNaN(value)) return 'The page field must be an integer.';
+  if (value > MAX_PAGE) return 'The page field is too large.';
+  if (!Number.isInteger(value)) return 'The page field must be an integer.';
+  if (value < 1) return 'The page field must be at least 1.';
+  return null;
+}
+
+/** An integer from 1 to MAX_PAGE, with one message (not also "too large" for `abc`). */
+function IsPageNumber(): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'isPageNumber',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => pageFailure(value) === null,
+        defaultMessage: (args?: ValidationArguments) => pageFailure(args?.value) ?? 'The page field must be an integer.',
+      },
+    });
+}
 
 /** `page` (integer >= 1, default 1). A client's `per_page` is ignored: page sizes are fixed. */
 export class PageQueryDto {
   @ApiPropertyOptional({ type: Number, minimum: 1, default: 1 })
   @IsOptional()
   @Transform(toIntegerOrKeep)
-  @IsInt({ message: 'The page field must be an integer.' })
-  @Min(1, { message: 'The page field must be at least 1.' })
-  @Max(100_000_000, { message: 'The page field is too large.' })
+  @IsPageNumber()
   page?: number;
 }
 
@@ -20,8 +44,7 @@ export class PageQueryDto {
 export class SearchPageQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ maxLength: 255 })
   @IsOptional()
-  @IsString({ message: 'The search field must be a string.' })
-  @MaxLength(255, { message: 'The search field must not be greater than 255 characters.' })
+  @StringRules('search', { max: 255 })
   search?: string;
 }
 
@@ -51,9 +74,14 @@ export function pageOffset(page: number | undefined, perPage: number): { page: n
   return { page: current, offset: (current - 1) * perPage };
 }
 
-/** Escapes LIKE metacharacters so the user's `%`, `_` and `\` match literally. */
-export function likePattern(search: string): string {
-  return `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/**
+ * A search over `columns` as a condition for a query builder (parameter `:searchText`): anywhere in
+ * any column, regardless of case and accents (`joao` finds `JOÃO`), with `%`, `_` and `\` literal.
+ * search_fold and search_pattern are the folding the studies' and patients' searches use.
+ */
+export function foldedSearch(columns: string[], search: string): { sql: string; params: { searchText: string } } {
+  const matches = columns.map((column) => `search_fold(${column}) LIKE search_pattern(:searchText)`);
+  return { sql: `(${matches.join(' OR ')})`, params: { searchText: search } };
 }
 
 /**

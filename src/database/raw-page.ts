@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { likePattern } from '../common/pagination';
+import { foldedSearch } from '../common/pagination';
 
 /** The filters of the admin lists that name a tenant and a unit. */
 export interface TenantUnitPageFilter {
@@ -12,8 +12,8 @@ export interface TenantUnitPageFilter {
 
 /**
  * One page of raw rows from `rows` (alias `alias`): the optional tenant and unit filters, `search`
- * over `searchColumns` (ILIKE, the user's wildcards literal), ordered by name then id; and the
- * total over the same filters.
+ * over `searchColumns` (regardless of case and accents, the user's wildcards literal), ordered by
+ * name then id; and the total over the same filters.
  */
 export async function rawPage<Row, Entity extends ObjectLiteral>(
   rows: SelectQueryBuilder<Entity>,
@@ -24,8 +24,11 @@ export async function rawPage<Row, Entity extends ObjectLiteral>(
   if (filter.tenantId) rows.andWhere(`${alias}.tenant_id = :tenantId`, { tenantId: filter.tenantId });
   if (filter.unitId) rows.andWhere(`${alias}.unit_id = :unitId`, { unitId: filter.unitId });
   if (filter.search) {
-    const [first, second] = searchColumns.map((column) => `${alias}.${column}`);
-    rows.andWhere(`(${first} ILIKE :pattern OR ${second} ILIKE :pattern)`, { pattern: likePattern(filter.search) });
+    const search = foldedSearch(
+      searchColumns.map((column) => `${alias}.${column}`),
+      filter.search,
+    );
+    rows.andWhere(search.sql, search.params);
   }
   return Promise.all([
     rows

@@ -206,6 +206,14 @@ describe('Admin: modalities (/api/admin/modalities)', () => {
       expect(ids((await list({ search: byAet.aet.toLowerCase() })).body)).toEqual([byAet.id]);
     });
 
+    it('searches regardless of accents', async () => {
+      const k = tag();
+      const tenant = await createTenant(t.db);
+      const unit = await createUnit(t.db, tenant.id);
+      const accented = await createModality(t.db, tenant.id, unit.id, { name: `${k} Tomógrafo Sala Única` });
+      expect(ids((await list({ search: `${k} tomografo sala unica` })).body)).toEqual([accented.id]);
+    });
+
     it('pages 50 at a time and answers an empty page past the end', async () => {
       const tenant = await createTenant(t.db);
       const unit = await createUnit(t.db, tenant.id);

@@ -105,10 +105,37 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       expect(typeof res.body.message).toBe('string');
     });
 
+    it.each([
+      ['0', 'The page field must be at least 1.'],
+      ['-1', 'The page field must be at least 1.'],
+      ['abc', 'The page field must be an integer.'],
+      ['1.5', 'The page field must be an integer.'],
+      ['', 'The page field must be an integer.'],
+      ['100000001', 'The page field is too large.'],
+      ['99999999999999999999', 'The page field is too large.'],
+    ])('answers 422 for page=%j with the one message that applies', async (page, message) => {
+      const res = await t.http.get('/api/admin/tenants', { token: superToken, query: { page } });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ message, errors: { page: [message] } });
+    });
+
     it('answers 422 for a search longer than 255 characters', async () => {
       const res = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: 'x'.repeat(256) } });
       expect(res.status).toBe(422);
       expect(res.body.errors).toEqual({ search: ['The search field must not be greater than 255 characters.'] });
+    });
+
+    it('answers 422 with one message for a search given twice', async () => {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: '/api/admin/tenants?search=a&search=b',
+        headers: { authorization: `Bearer ${superToken}` },
+      });
+      expect(res.statusCode).toBe(422);
+      expect(JSON.parse(res.body)).toEqual({
+        message: 'The search field must be a string.',
+        errors: { search: ['The search field must be a string.'] },
+      });
     });
 
     it('searches name and slug case-insensitively', async () => {
@@ -122,6 +149,18 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       expect(names.body.data.map((x: { id: string }) => x.id)).toEqual([byName.id]);
       const slugs = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `SPECIAL-SLUG-${k}` } });
       expect(slugs.body.data.map((x: { id: string }) => x.id)).toEqual([bySlug.id]);
+    });
+
+    it('searches regardless of accents, both ways', async () => {
+      const k = tag();
+      const accented = await createTenant(t.db, { name: `Clínica São João ${k}`, slug: `acc-${k}` });
+      const plain = await createTenant(t.db, { name: `Clinica Sao Joao Plain ${k}`, slug: `plain-acc-${k}` });
+      const found = async (search: string) =>
+        (await t.http.get('/api/admin/tenants', { token: superToken, query: { search } })).body.data.map(
+          (x: { id: string }) => x.id,
+        );
+      expect(await found(`clinica sao joao ${k}`)).toEqual([accented.id]);
+      expect(await found(`CLÍNICA SÃO JOÃO PLAIN ${k}`)).toEqual([plain.id]);
     });
 
     it('takes % and _ in the search literally', async () => {

@@ -72,6 +72,13 @@ describe('Admin: units (/api/admin/units)', () => {
       expect(ids((await list({ search: `${k} 50% SALA` })).body)).toEqual([percent.id]);
     });
 
+    it('searches regardless of accents', async () => {
+      const k = tag();
+      const tenant = await createTenant(t.db);
+      const accented = await createUnit(t.db, tenant.id, { name: `Unidade São João ${k}` });
+      expect(ids((await list({ search: `unidade sao joao ${k}` })).body)).toEqual([accented.id]);
+    });
+
     it('pages 50 at a time and answers an empty page past the end', async () => {
       const tenant = await createTenant(t.db);
       await t.db.query(

@@ -406,6 +406,12 @@ describe('Admin: users (/api/admin/users)', () => {
       expect(ids((await list({ search: `${k}_` })).body)).toEqual([underscore.id]);
     });
 
+    it('searches regardless of accents', async () => {
+      const k = tag();
+      const accented = await createUser(t.db, { name: `Conceição ${k} Araújo` });
+      expect(ids((await list({ search: `conceicao ${k} araujo` })).body)).toEqual([accented.id]);
+    });
+
     it('pages 50 at a time and answers an empty page past the end', async () => {
       const tenant = await createTenant(t.db);
       const unit = await createUnit(t.db, tenant.id);

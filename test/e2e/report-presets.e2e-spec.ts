@@ -85,6 +85,8 @@ describe('Report presets (/api/tenant/report-presets)', () => {
       'CT crânio normal',
     ]);
     expect(names((await t.http.get(URL, { token: c.token1, query: { search: 'joelho' } })).body)).toEqual(['MR joelho']);
+    // Regardless of case and accents, as every search.
+    expect(names((await t.http.get(URL, { token: c.token1, query: { search: 'CRANIO' } })).body)).toEqual(['CT crânio normal']);
     // A tenant admin sees the clinic's; with unit_id that unit's and the clinic's.
     expect((await t.http.get(URL, { token: c.adminToken })).body.total).toBe(4);
     expect(names((await t.http.get(URL, { token: c.adminToken, query: { unit_id: c.unit2.id } })).body)).toEqual([

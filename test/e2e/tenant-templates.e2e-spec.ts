@@ -140,7 +140,7 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       expect(crossed.body.data).toEqual([]);
     });
 
-    it('searches the name case-insensitively and takes % and _ literally', async () => {
+    it('searches the name regardless of case and accents and takes % and _ literally', async () => {
       const c = await newClinic();
       const percent = await createTemplate(t.db, c.tenant.id, c.unit1.id, { name: 'Laudo 100% CT' });
       await createTemplate(t.db, c.tenant.id, c.unit1.id, { name: 'Laudo 1000 CT' });
@@ -149,6 +149,9 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       const get = (search: string) => t.http.get('/api/tenant/templates', { token: c.adminToken, query: { search } });
       expect(ids((await get('laudo 100%')).body)).toEqual([percent.id]);
       expect(ids((await get('rx_torax')).body)).toEqual([underscore.id]);
+      const accented = await createTemplate(t.db, c.tenant.id, c.unit1.id, { name: 'Tórax São José' });
+      expect(ids((await get('torax sao')).body)).toEqual([accented.id]);
+      expect(ids((await get('TÓRAX SÃO')).body)).toEqual([accented.id]);
     });
 
     it('pages 50 at a time and answers an empty page past the end', async () => {

@@ -71,6 +71,13 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       expect(ids((await get(`ZONA-${k.toUpperCase()}`)).body)).toEqual([bySlug.id]);
     });
 
+    it('searches regardless of accents', async () => {
+      const c = await createClinic(t.db, t.http);
+      const accented = await createUnit(t.db, c.tenant.id, { name: 'Unidade São João' });
+      const get = (search: string) => t.http.get('/api/tenant/units', { token: c.token1, query: { search } });
+      expect(ids((await get('unidade sao joao')).body)).toEqual([accented.id]);
+    });
+
     it('pages 50 at a time and answers an empty page past the end', async () => {
       const c = await createClinic(t.db, t.http);
       await t.db.query(

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
-import { likePattern } from '../../common/pagination';
+import { foldedSearch } from '../../common/pagination';
 import { ReportPreset, Unit } from '../../database/entities';
 import type { PresetRow } from './presets.dto';
 
@@ -55,7 +55,10 @@ export class PresetsRepository {
     if (filter.unitId) qb.andWhere('(p.unit_id = :unitId OR p.unit_id IS NULL)', { unitId: filter.unitId });
     if (filter.modality)
       qb.andWhere('(upper(p.modality) = upper(:modality) OR p.modality IS NULL)', { modality: filter.modality });
-    if (filter.search) qb.andWhere('p.name ILIKE :pattern', { pattern: likePattern(filter.search) });
+    if (filter.search) {
+      const search = foldedSearch(['p.name'], filter.search);
+      qb.andWhere(search.sql, search.params);
+    }
     const [rows, total] = await Promise.all([
       qb
         .clone()

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
-import { likePattern } from '../../common/pagination';
+import { foldedSearch } from '../../common/pagination';
 import { ReportTemplate, Unit } from '../../database/entities';
 import type { TemplateRow } from './templates.dto';
 
@@ -75,7 +75,10 @@ export class TemplatesRepository {
     const qb = this.visible(scope);
     if (filter.tenantId) qb.andWhere('rt.tenant_id = :tenantId', { tenantId: filter.tenantId });
     if (filter.unitId) qb.andWhere('rt.unit_id = :unitId', { unitId: filter.unitId });
-    if (filter.search) qb.andWhere('rt.name ILIKE :pattern', { pattern: likePattern(filter.search) });
+    if (filter.search) {
+      const search = foldedSearch(['rt.name'], filter.search);
+      qb.andWhere(search.sql, search.params);
+    }
     const [rows, total] = await Promise.all([
       qb
         .clone()
