@@ -5,7 +5,7 @@ import type { Queue } from 'bull';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticator } from '../auth';
 import { ErrorBodies, ErrorBody } from '../common/errors/api-errors';
-import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../common/queues/queues.module';
+import { INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE, STUDY_QUEUE } from '../common/queues/queues.module';
 import { APP_CONFIG } from '../config/config.module';
 import { AppConfig } from '../config/environment';
 import { registerHttpMetrics, registerMetricsRoute } from './metrics/metrics.routes';
@@ -30,6 +30,7 @@ export class OperationsHttp implements OnModuleInit {
     @InjectQueue(STUDY_QUEUE) private readonly studyQueue: Queue,
     @InjectQueue(INDEX_QUEUE) private readonly indexQueue: Queue,
     @InjectQueue(RECONCILE_QUEUE) private readonly reconcileQueue: Queue,
+    @InjectQueue(REPORT_FILING_QUEUE) private readonly reportFilingQueue: Queue,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -37,9 +38,8 @@ export class OperationsHttp implements OnModuleInit {
     if (!fastify?.addHook) return;
     registerHttpMetrics(fastify, this.metrics);
     if (this.config.METRICS_TOKEN) registerMetricsRoute(fastify, this.metrics, this.config.METRICS_TOKEN);
-    await registerQueueBoard(fastify, [this.studyQueue, this.indexQueue, this.reconcileQueue], (request, reply) =>
-      this.guardBoard(request, reply),
-    );
+    const queues = [this.studyQueue, this.indexQueue, this.reconcileQueue, this.reportFilingQueue];
+    await registerQueueBoard(fastify, queues, (request, reply) => this.guardBoard(request, reply));
   }
 
   private async guardBoard(request: FastifyRequest, reply: FastifyReply): Promise<void> {

@@ -2,7 +2,7 @@ import { getQueueToken } from '@nestjs/bull';
 import Bull, { Queue } from 'bull';
 import { randomUUID } from 'crypto';
 import type { AddressInfo } from 'net';
-import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
+import { INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { REDIS } from '../../src/common/redis/redis.module';
 import { JobMetricsRecorder } from '../../src/operations/metrics/job-metrics.recorder';
 import { MetricsService } from '../../src/operations/metrics/metrics.service';
@@ -144,7 +144,7 @@ describe('Operations: Prometheus metrics at /metrics', () => {
       const reconcile = t.app.get<Queue>(getQueueToken(RECONCILE_QUEUE));
       const index = t.app.get<Queue>(getQueueToken(INDEX_QUEUE));
       const before = await scrape();
-      for (const queue of [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE]) {
+      for (const queue of [STUDY_QUEUE, INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE]) {
         for (const state of ['waiting', 'active', 'delayed', 'failed']) {
           expect(before.some((s) => s.name === 'pacs_queue_jobs' && s.labels.queue === queue && s.labels.state === state)).toBe(
             true,

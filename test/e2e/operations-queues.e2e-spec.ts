@@ -2,7 +2,7 @@ import { getQueueToken } from '@nestjs/bull';
 import type { Queue } from 'bull';
 import { randomUUID } from 'crypto';
 import { AccountStatusService } from '../../src/auth/account-status.service';
-import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
+import { INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE, STUDY_QUEUE } from '../../src/common/queues/queues.module';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
 
@@ -140,11 +140,11 @@ describe('Operations: queue board at /queues', () => {
   });
 
   describe('queues and failed jobs', () => {
-    it('lists the three ingestion queues with their counts', async () => {
+    it('lists the three ingestion queues and the report filing queue with their counts', async () => {
       const res = await t.http.get('/queues/api/queues', { token: superToken });
       expect(res.status).toBe(200);
       const names = (res.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
-      expect(names).toEqual([INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE].sort());
+      expect(names).toEqual([INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE, STUDY_QUEUE].sort());
     });
 
     it('shows a failed job with its reason, and a super admin retries it', async () => {

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bull';
 import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import { INDEX_QUEUE, RECONCILE_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
+import { INDEX_QUEUE, RECONCILE_QUEUE, REPORT_FILING_QUEUE, STUDY_QUEUE } from '../../common/queues/queues.module';
 import { REDIS } from '../../common/redis/redis.module';
 import { withTimeout } from '../../common/with-timeout';
 import { ProcessCounter, ProcessHistogram } from './process-metrics';
@@ -63,6 +63,7 @@ export class MetricsService {
     @InjectQueue(STUDY_QUEUE) studyQueue: Queue,
     @InjectQueue(INDEX_QUEUE) indexQueue: Queue,
     @InjectQueue(RECONCILE_QUEUE) reconcileQueue: Queue,
+    @InjectQueue(REPORT_FILING_QUEUE) reportFilingQueue: Queue,
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'pacs_' });
@@ -81,7 +82,7 @@ export class MetricsService {
       labelNames: ['reason'],
       registers,
     });
-    const queues = [studyQueue, indexQueue, reconcileQueue];
+    const queues = [studyQueue, indexQueue, reconcileQueue, reportFilingQueue];
     new Gauge({
       name: 'pacs_queue_jobs',
       help: 'Jobs per queue and state, read from Redis at scrape time.',
