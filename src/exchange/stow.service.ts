@@ -352,12 +352,14 @@ export class StowService {
     return true;
   }
 
+  /**
+   * One reason for another clinic's study and another unit's: the refusal itself tells that the UID
+   * is archived (decisions.md 3d asks for it), but not where.
+   */
   private assertWithin(target: Target, places: RecordPlace[]): void {
     for (const place of places) {
-      if (place.tenant_id !== target.tenant_id)
-        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another clinic');
-      if (target.unitOnly && place.unit_id !== target.unit_id) {
-        throw new Refusal(FailureReason.notAuthorized, 'the study belongs to another unit');
+      if (place.tenant_id !== target.tenant_id || (target.unitOnly && place.unit_id !== target.unit_id)) {
+        throw new Refusal(FailureReason.notAuthorized, 'the study is archived outside what this upload may add to');
       }
     }
   }

@@ -211,13 +211,13 @@ describe('STOW-RS upload through the real Orthanc', () => {
     const foreign = await stow([{ data: first }], other.adminToken, { query: `?unit_id=${other.unit1.id}` });
     expect(foreign.status).toBe(200);
     expect(refused(foreign.json)).toEqual([
-      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study belongs to another clinic' },
+      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study is archived outside what this upload may add to' },
     ]);
     expect(foreign.json['00081199']).toBeUndefined();
 
     const otherUnit = await stow([{ data: first }], clinic.token2);
     expect(refused(otherUnit.json)).toEqual([
-      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study belongs to another unit' },
+      { uid: more.sopInstanceUids[0], code: 0x0124, reason: 'the study is archived outside what this upload may add to' },
     ]);
     expect(await orthancHas(more.sopInstanceUids[0])).toBe(false);
 
