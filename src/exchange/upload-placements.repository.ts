@@ -15,20 +15,25 @@ export class UploadPlacementsRepository {
 
   /**
    * Records that the study goes to this unit unless a placement is recorded already; answers the
-   * study's placement and whether this call made it.
+   * study's placement and whether this call made it. The placement this insert gave way to may be
+   * taken back (its upload stored nothing) before it is read: then the insert is tried again (a few
+   * times; past that the error fails this part only, as any database error does).
    */
   async claim(studyInstanceUid: string, place: UploadPlace, userId: string): Promise<{ place: UploadPlace; made: boolean }> {
-    const made: unknown[] = await this.db.query(
-      `INSERT INTO upload_placements (study_instance_uid, tenant_id, unit_id, uploaded_by_user_id)
-       VALUES ($1, $2, $3, $4) ON CONFLICT (study_instance_uid) DO NOTHING RETURNING study_instance_uid`,
-      [studyInstanceUid, place.tenant_id, place.unit_id, userId],
-    );
-    if (made.length > 0) return { place, made: true };
-    const [row] = await this.db.query(
-      `SELECT tenant_id::text AS tenant_id, unit_id::text AS unit_id FROM upload_placements WHERE study_instance_uid = $1`,
-      [studyInstanceUid],
-    );
-    return { place: row, made: false };
+    for (let attempt = 1; ; attempt++) {
+      const made: unknown[] = await this.db.query(
+        `INSERT INTO upload_placements (study_instance_uid, tenant_id, unit_id, uploaded_by_user_id)
+         VALUES ($1, $2, $3, $4) ON CONFLICT (study_instance_uid) DO NOTHING RETURNING study_instance_uid`,
+        [studyInstanceUid, place.tenant_id, place.unit_id, userId],
+      );
+      if (made.length > 0) return { place, made: true };
+      const [row]: UploadPlace[] = await this.db.query(
+        `SELECT tenant_id::text AS tenant_id, unit_id::text AS unit_id FROM upload_placements WHERE study_instance_uid = $1`,
+        [studyInstanceUid],
+      );
+      if (row) return { place: row, made: false };
+      if (attempt === 5) throw new Error(`the placement of study ${studyInstanceUid} keeps changing`);
+    }
   }
 
   /** Takes back a placement this upload made and then did not use. */
