@@ -2,7 +2,9 @@
  * The report page in a real browser, through the shipped nginx, a real Orthanc, the API and the
  * worker: from OHIF's study list one click opens /reports; the doctor picks a study of the
  * worklist, writes, inserts a preset, the draft is saved as they type; a second tab's save makes
- * the first tab's next save stale, which is refused and said; then the report is signed, its PDF
+ * the first tab's next save stale, which is refused and said; the session ends while the doctor types
+ * and the text is back after signing in again; a failed save keeps Sign from signing the older
+ * text; then the report is signed, its PDF
  * opens, the DOC series filed by the worker shows in the viewer, whose Reports button opens the
  * study's report page.
  */
@@ -149,9 +151,42 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await second.close();
   });
 
+  it('keeps the text typed as the session ended: signed in again, the page puts it back and saves it', async () => {
+    await context.clearCookies();
+    await page.fill('#findings', 'Texto digitado quando a sessão expirou.');
+    await page.waitForURL(/\/login\?next=/, { timeout: 20_000 });
+    await page.fill('#email', doctor.email);
+    await page.fill('#password', TEST_PASSWORD);
+    await page.click('#submit');
+    await page.waitForURL(`${nginx.url}/reports?study=${studyId}`, { timeout: 20_000 });
+    await saved(page, 4);
+    expect(await page.inputValue('#findings')).toBe('Texto digitado quando a sessão expirou.');
+    expect(await stored()).toMatchObject({
+      findings: 'Texto digitado quando a sessão expirou.',
+      impression: 'Sem alterações agudas.',
+      version: 4,
+    });
+  });
+
+  it('does not sign while the text on screen is not saved', async () => {
+    const reportWrites = '**/api/studies/*/reports/*';
+    await page.route(reportWrites, (route) =>
+      route.request().method() === 'PATCH'
+        ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"Service unavailable."}' })
+        : route.continue(),
+    );
+    await page.fill('#findings', 'Sulcos e cisternas de amplitude normal.');
+    await page.click('#sign');
+    await page.getByText('Not saved: Service unavailable.').waitFor({ timeout: 20_000 });
+    await page.waitForFunction(() => !(document.getElementById('sign') as HTMLButtonElement).disabled);
+    const reports = await t.db.query(`SELECT status, version FROM reports WHERE study_id = $1`, [studyId]);
+    expect(reports).toEqual([{ status: 'draft', version: 4 }]);
+    await page.unroute(reportWrites);
+  });
+
   it('previews the draft PDF, signs, and opens the signed PDF', async () => {
     await page.fill('#findings', 'Sulcos e cisternas de amplitude normal. Parênquima sem lesões.');
-    await saved(page, 4);
+    await saved(page, 5);
     // The link opens the PDF in a new tab (its answer: an A4 PDF); its bytes are read with the same session.
     const pdfBytes = (href: string) =>
       page.evaluate(async (url) => {

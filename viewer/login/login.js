@@ -1,12 +1,21 @@
 /**
  * The sign-in form: POST /api/login (same origin, through the viewer proxy) sets the session
- * cookie; then the study list. The API's own message is shown on refusal.
+ * cookie; then the study list, or the page that sent here (?next=, e.g. the report page when the
+ * session ended while a report was being typed). The API's own message is shown on refusal.
  */
 (function () {
   'use strict';
   var form = document.getElementById('sign-in');
   var error = document.getElementById('error');
   var submit = document.getElementById('submit');
+  // Where to go once signed in: the page of this site that sent here (?next=), else the study list.
+  var next = '/';
+  try {
+    var wanted = new URL(new URLSearchParams(window.location.search).get('next') || '/', window.location.origin);
+    if (wanted.origin === window.location.origin) next = wanted.pathname + wanted.search;
+  } catch (e) {
+    next = '/';
+  }
 
   function show(message) {
     error.textContent = message;
@@ -15,7 +24,7 @@
 
   // Already signed in: straight to the study list.
   fetch('/api/me', { credentials: 'same-origin' }).then(function (response) {
-    if (response.ok) window.location.replace('/');
+    if (response.ok) window.location.replace(next);
   }, function () {});
 
   form.addEventListener('submit', function (event) {
@@ -33,7 +42,7 @@
     })
       .then(function (response) {
         if (response.ok) {
-          window.location.replace('/');
+          window.location.replace(next);
           return;
         }
         return response.json().then(

@@ -9,6 +9,8 @@
   'use strict';
   var SECTIONS = ['indication', 'technique', 'findings', 'impression'];
   var SAVE_DELAY_MS = 800;
+  /** sessionStorage key of the text not yet saved when the session ended (see signInAgain). */
+  var KEPT = 'pacs-report-unsaved';
   var $ = function (id) { return document.getElementById(id); };
 
   var state = {
@@ -21,6 +23,8 @@
     saving: null,
     dirty: false,
     stale: false,
+    /** The signed-in user's id: text kept when the session ended comes back only to them. */
+    user: null,
   };
 
   function api(method, url, body) {
@@ -31,12 +35,61 @@
     }
     return fetch(url, init).then(function (response) {
       if (response.status === 401) {
-        window.location.assign('/login');
+        signInAgain();
         throw new Error('signed out');
       }
       var parse = response.status === 204 ? Promise.resolve(null) : response.json().catch(function () { return null; });
       return parse.then(function (data) { return { status: response.status, body: data }; });
     });
+  }
+
+  /**
+   * The session ended (expired, signed out elsewhere): the text not yet saved is kept in this tab
+   * (sessionStorage) and the sign-in page comes back here, where restoreUnsaved puts it back.
+   */
+  function signInAgain() {
+    clearTimeout(state.timer);
+    if (state.study && !state.stale && !$('findings').readOnly) {
+      var values = sectionsOfForm();
+      var saved = state.draft || {};
+      var unsaved = SECTIONS.some(function (name) { return values[name] !== (saved[name] || ''); });
+      if (unsaved) {
+        sessionStorage.setItem(KEPT, JSON.stringify({
+          user: state.user,
+          study: state.study.id,
+          draft: state.draft ? state.draft.id : null,
+          version: state.draft ? state.draft.version : null,
+          values: values,
+        }));
+      }
+    }
+    state.dirty = false;
+    window.location.assign('/login?next=' + encodeURIComponent(window.location.pathname + window.location.search));
+  }
+
+  /** The text kept by signInAgain, back in the form and saved on the version it was written on. */
+  function restoreUnsaved() {
+    var kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(KEPT)); } catch (e) { kept = null; }
+    sessionStorage.removeItem(KEPT);
+    // Another account signed in at this screen: the text is not theirs to save.
+    if (!kept || !kept.values || !state.study || kept.study !== state.study.id || !kept.user || kept.user !== state.user) return;
+    SECTIONS.forEach(function (name) { $(name).value = kept.values[name] || ''; });
+    // The draft changed hands meanwhile (created, signed or deleted elsewhere): said, never overwritten.
+    if ((state.draft ? state.draft.id : null) !== kept.draft) return conflict();
+    if (state.draft) state.draft.version = kept.version;
+    scheduleSave();
+  }
+
+  function conflict() {
+    state.stale = true;
+    state.dirty = false;
+    var message = $('conflict');
+    text(message, 'Not saved: this report was changed elsewhere (another tab or another doctor) since you opened it. ' +
+      'Your last changes were NOT saved and nothing was overwritten. Reload the current text to continue.');
+    message.hidden = false;
+    $('reload').hidden = false;
+    status('');
   }
 
   function text(node, value) { node.textContent = value == null ? '' : String(value); return node; }
@@ -236,14 +289,7 @@
         status(state.dirty ? 'Unsaved changes…' : 'Draft saved (version ' + answer.body.version + ').');
         if (answer.status === 201) loadWorklist();
       } else if (answer.status === 409) {
-        state.stale = true;
-        state.dirty = false;
-        var message = $('conflict');
-        text(message, 'Not saved: this report was changed elsewhere (another tab or another doctor) since you opened it. ' +
-          'Your last changes were NOT saved and nothing was overwritten. Reload the current text to continue.');
-        message.hidden = false;
-        $('reload').hidden = false;
-        status('');
+        conflict();
       } else {
         state.dirty = true;
         status('Not saved: ' + firstError(answer.body));
@@ -260,7 +306,8 @@
   function sign() {
     $('sign').disabled = true;
     flush().then(function () {
-      if (state.stale) return;
+      // What is on screen is what gets signed: not while the last changes are unsaved (said in the status).
+      if (state.stale || state.dirty) return;
       if (!state.draft) { status('Write the report before signing.'); return; }
       status('Signing…');
       return api('POST', '/api/studies/' + state.study.id + '/reports/' + state.draft.id + '/sign', { version: state.draft.version })
@@ -332,7 +379,10 @@
   var params = new URLSearchParams(window.location.search);
   var wanted = params.get('study');
   var wantedUid = params.get('uid');
-  loadWorklist().then(function () {
+  api('GET', '/api/me').then(function (me) {
+    state.user = me.body ? me.body.id : null;
+    return loadWorklist();
+  }).then(function () {
     if (wanted) return selectStudy(wanted);
     if (wantedUid) {
       return studyIdOfUid(wantedUid).then(function (id) {
@@ -344,5 +394,5 @@
         return selectStudy(id);
       });
     }
-  });
+  }).then(restoreUnsaved);
 })();
