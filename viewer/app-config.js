@@ -19,8 +19,23 @@
 /** @type {AppTypes.Config} */
 (function () {
   var dicomWeb = window.location.origin + '/dicom-web';
+  var params = new URLSearchParams(window.location.search);
+  // A share's viewer tab reloaded: OHIF took the token out of the address bar, and the share page
+  // kept it in this tab (viewer/share/share.js) until it expires, for its study only.
+  if (!params.has('token') && window.location.pathname.indexOf('/viewer') === 0) {
+    var kept = null;
+    try {
+      kept = JSON.parse(sessionStorage.getItem('pacs-share-viewer-token'));
+    } catch (e) {
+      kept = null;
+    }
+    if (kept && kept.token && kept.until > Date.now() && kept.uid === params.get('StudyInstanceUIDs')) {
+      params.set('token', kept.token);
+      history.replaceState(history.state, '', window.location.pathname + '?' + params.toString() + window.location.hash);
+    }
+  }
   // Read before OHIF removes the token from the address bar.
-  var withViewerToken = new URLSearchParams(window.location.search).has('token');
+  var withViewerToken = params.has('token');
   if (!withViewerToken) addSignOut();
 
   window.config = {

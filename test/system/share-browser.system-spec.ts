@@ -111,6 +111,14 @@ describe('a share link in a browser', () => {
       expect(row.uses).toBe(1);
       // The share's token is not in nginx's access log.
       expect(nginx.accessLog()).not.toContain(share.body.token);
+
+      // A reload reads on with the viewer token the share page kept in this tab: no sign-in, no use.
+      await page.reload();
+      expect(await viewportImage(page, 60_000)).not.toBeNull();
+      expect(visited.filter((p) => p === '/login' || p === '/')).toEqual([]);
+      expect(page.url()).not.toContain('token=');
+      const [after] = await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.body.id]);
+      expect(after.uses).toBe(1);
     } finally {
       await context.close();
     }

@@ -48,6 +48,7 @@
             encodeURIComponent(answer.body.study.study_instance_uid) +
             '&token=' +
             encodeURIComponent(answer.body.viewer_token);
+          keepForReload(answer.body.study.study_instance_uid, answer.body.viewer_token, answer.body.expires_in);
           if (!answer.body.has_report) {
             say('Opening the viewer…');
             window.location.replace(viewerUrl);
@@ -72,6 +73,21 @@
         submit.disabled = false;
         say('The archive cannot be reached. Try again in a moment.');
       });
+  }
+
+  /**
+   * The viewer token, kept in this tab until it expires: OHIF takes it out of the address bar, and a
+   * reload of the viewer reads on with it (viewer/app-config.js) instead of asking for a sign-in.
+   */
+  function keepForReload(uid, token, seconds) {
+    try {
+      sessionStorage.setItem(
+        'pacs-share-viewer-token',
+        JSON.stringify({ uid: uid, token: token, until: Date.now() + seconds * 1000 }),
+      );
+    } catch (e) {
+      // No storage in this tab: a reload of the viewer asks to open the link again.
+    }
   }
 
   /** The images and the signed report, side by side: the report is fetched now, while the token is fresh. */
