@@ -1,14 +1,14 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsOptional, registerDecorator, ValidationArguments } from 'class-validator';
-import { StringRules } from './validation/fields';
+import { IsOptional } from 'class-validator';
+import { OneMessage, StringRules } from './validation/fields';
 
 const toIntegerOrKeep = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
 
 const MAX_PAGE = 100_000_000;
 
-/** Why a `page` value is refused, or null: the first rule it breaks gives the field's only message. */
+/** Why a `page` value (an integer from 1 to MAX_PAGE) is refused, or null. */
 function pageFailure(value: unknown): string | null {
   if (typeof value !== 'number' || Number.isNaN(value)) return 'The page field must be an integer.';
   if (value > MAX_PAGE) return 'The page field is too large.';
@@ -17,26 +17,12 @@ function pageFailure(value: unknown): string | null {
   return null;
 }
 
-/** An integer from 1 to MAX_PAGE, with one message (not also "too large" for `abc`). */
-function IsPageNumber(): PropertyDecorator {
-  return (object: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'isPageNumber',
-      target: object.constructor,
-      propertyName: propertyName as string,
-      validator: {
-        validate: (value: unknown) => pageFailure(value) === null,
-        defaultMessage: (args?: ValidationArguments) => pageFailure(args?.value) ?? 'The page field must be an integer.',
-      },
-    });
-}
-
 /** `page` (integer >= 1, default 1). A client's `per_page` is ignored: page sizes are fixed. */
 export class PageQueryDto {
   @ApiPropertyOptional({ type: Number, minimum: 1, default: 1 })
   @IsOptional()
   @Transform(toIntegerOrKeep)
-  @IsPageNumber()
+  @OneMessage('isPageNumber', pageFailure)
   page?: number;
 }
 

@@ -63,26 +63,33 @@ function stringChecks(field: string, rules: StringRuleSet): Array<[(value: strin
 }
 
 /**
+ * A field validated by `failure`, which gives the one message of the first rule the value breaks
+ * (null: valid), so that a field never reports several messages for one mistake.
+ */
+export function OneMessage(name: string, failure: (value: unknown) => string | null): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name,
+      target: object.constructor,
+      propertyName: propertyName as string,
+      validator: {
+        validate: (value: unknown) => failure(value) === null,
+        defaultMessage: (args?: ValidationArguments) => failure(args?.value) ?? '',
+      },
+    });
+}
+
+/**
  * A string with its rules checked in order, reporting only the first failure: a number sent as
  * a name gets "must be a string", not also "too long". Presence is left to IsDefined/IfPresent.
  */
 export function StringRules(field: string, rules: StringRuleSet = {}): PropertyDecorator {
   const notString = `The ${fieldLabel(field)} field must be a string.`;
   const checks = stringChecks(field, rules);
-  const failure = (value: unknown): string | null => {
+  return OneMessage('stringRules', (value) => {
     if (typeof value !== 'string') return notString;
     return checks.find(([test]) => !test(value))?.[1] ?? null;
-  };
-  return (object: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'stringRules',
-      target: object.constructor,
-      propertyName: propertyName as string,
-      validator: {
-        validate: (value: unknown) => failure(value) === null,
-        defaultMessage: (args: ValidationArguments) => failure(args.value) ?? notString,
-      },
-    });
+  });
 }
 
 /** A trimmed, non-empty string of at most `max` characters; required unless `optional`. */
@@ -117,22 +124,12 @@ export function OptionalBoolean(field: string) {
  */
 export function NumberInRange(field: string, min: number, max: number, options: { integer?: boolean } = {}): PropertyDecorator {
   const label = fieldLabel(field);
-  const failure = (value: unknown): string | null => {
+  return OneMessage('numberInRange', (value) => {
     if (typeof value !== 'number' || !Number.isFinite(value)) return `The ${label} field must be a number.`;
     if (value < min || value > max) return `The ${label} field must be between ${min} and ${max}.`;
     if (options.integer && !Number.isInteger(value)) return `The ${label} field must be an integer.`;
     return null;
-  };
-  return (object: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'numberInRange',
-      target: object.constructor,
-      propertyName: propertyName as string,
-      validator: {
-        validate: (value: unknown) => failure(value) === null,
-        defaultMessage: (args: ValidationArguments) => failure(args.value) ?? `The ${label} field must be a number.`,
-      },
-    });
+  });
 }
 
 /**
