@@ -15,7 +15,7 @@ import { ImgsrvClient, ImgsrvError } from '../imgsrv';
 import { StudiesRepository } from '../studies';
 import { DicomHead, NotDicomError, readDicomHead } from './dicom-head';
 import { multipartBoundary, MultipartError, readMultipart } from './multipart-related';
-import { UploadPlace, UploadPlacementsRepository } from './upload-placements.repository';
+import { UploadClaim, UploadPlace, UploadPlacementsRepository } from './upload-placements.repository';
 
 /** Bytes of each part kept in memory to read its identifiers (the rest only goes to disk). */
 const HEAD_BYTES = 1024 * 1024;
@@ -51,13 +51,7 @@ interface UploadState {
   /** The MD5 of each instance this body stored. */
   stored: Map<string, string>;
   /** Per study: the upload placement its verdict rests on (made by this body or found), settled after the body. */
-  claims: Map<string, Claim>;
-}
-
-/** An upload placement, and whether this body recorded it. */
-interface Claim {
-  place: UploadPlace;
-  made: boolean;
+  claims: Map<string, UploadClaim>;
 }
 
 /** A part as it arrives: in memory while it is small, else also in its temporary file. */

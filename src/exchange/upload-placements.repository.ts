@@ -8,6 +8,12 @@ export interface UploadPlace {
   unit_id: string;
 }
 
+/** A study's upload placement, and whether the call that answered it recorded it. */
+export interface UploadClaim {
+  place: UploadPlace;
+  made: boolean;
+}
+
 /** Where uploaded studies go (table upload_placements, read by ingestion). */
 @Injectable()
 export class UploadPlacementsRepository {
@@ -19,7 +25,7 @@ export class UploadPlacementsRepository {
    * taken back (its upload stored nothing) before it is read: then the insert is tried again (a few
    * times; past that the error fails this part only, as any database error does).
    */
-  async claim(studyInstanceUid: string, place: UploadPlace, userId: string): Promise<{ place: UploadPlace; made: boolean }> {
+  async claim(studyInstanceUid: string, place: UploadPlace, userId: string): Promise<UploadClaim> {
     for (let attempt = 1; ; attempt++) {
       const made: unknown[] = await this.db.query(
         `INSERT INTO upload_placements (study_instance_uid, tenant_id, unit_id, uploaded_by_user_id)
