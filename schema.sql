@@ -178,6 +178,23 @@ CREATE FUNCTION public.search_terms(fragment text) RETURNS text[]
         END
         $$;
 
+CREATE FUNCTION public.share_use_without_passcode(hash character) RETURNS TABLE(id uuid, tenant_id uuid, study_id uuid, passcode_hash character varying, expires_at timestamp with time zone, max_uses integer, uses integer, revoked_at timestamp with time zone, created_by_user_id uuid, tenant_active boolean, creator_usable boolean, unit_id uuid, study_instance_uid text, patient_name character varying, study_date text, study_description character varying, modalities text[], report_status character varying)
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+      #variable_conflict use_column
+      BEGIN
+        RETURN QUERY
+        UPDATE shares sh SET uses = sh.uses + 1, last_used_at = now()
+          FROM studies s, tenants t, users u
+         WHERE sh.token_hash = hash AND sh.passcode_hash IS NULL AND sh.uses < sh.max_uses AND sh.revoked_at IS NULL
+           AND sh.expires_at > now() AND s.id = sh.study_id AND t.id = sh.tenant_id AND t.is_active
+           AND u.id = sh.created_by_user_id AND u.is_active AND (u.is_super_admin OR u.tenant_id = sh.tenant_id)
+        RETURNING sh.id, sh.tenant_id, sh.study_id, sh.passcode_hash, sh.expires_at, sh.max_uses, sh.uses, sh.revoked_at,
+          sh.created_by_user_id, t.is_active, true, s.unit_id, s.study_instance_uid, s.patient_name, s.study_date::text,
+          s.study_description, s.modalities, s.report_status;
+      END $$;
+
 CREATE FUNCTION public.study_counts_on_delete() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
