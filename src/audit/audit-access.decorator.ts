@@ -26,6 +26,12 @@ export interface AuditAccessOptions {
    * array, or what the handler told `searchReturned`), never the search text.
    */
   search?: boolean;
+  /**
+   * The answer is a patient (`patient_id`, `tenant_id`) or a page of one patient's studies: the
+   * entry carries that patient's DICOM Patient ID and clinic (so `patient_id` finds it in the
+   * trail), and no study.
+   */
+  patientFromAnswer?: boolean;
 }
 
 const searchCounts = new WeakMap<object, number>();
@@ -33,6 +39,21 @@ const searchCounts = new WeakMap<object, number>();
 /** For a search handler whose answer is not a list (a serialized body): how many studies it returned. */
 export function searchReturned(request: object, count: number): void {
   searchCounts.set(request, count);
+}
+
+interface AnsweredPatient {
+  patient_id?: unknown;
+  tenant_id?: unknown;
+}
+
+/** The patient an answer is about: itself, or the first study of its page (all of one patient). */
+function patientOf(result: unknown): { patientId: string | null; tenantId?: string } {
+  const first = (result as { data?: unknown } | null)?.data;
+  const patient = (Array.isArray(first) ? first[0] : result) as AnsweredPatient | null | undefined;
+  return {
+    patientId: typeof patient?.patient_id === 'string' ? patient.patient_id : null,
+    ...(typeof patient?.tenant_id === 'string' ? { tenantId: patient.tenant_id } : {}),
+  };
 }
 
 function countOf(result: unknown, request: object): number | null {
@@ -57,7 +78,7 @@ type AuditedRequest = FastifyRequest & {
 /**
  * Records the caller's act in the access trail once the handler has succeeded (a 404 or 401 opened
  * nothing): a study (or an image or a viewer token of it) opened, a report read or written, a
- * download, or with `search: true` a search. A `study.view` is recorded at most once per caller and
+ * download, a patient, or with `search: true` a search. A `study.view` is recorded at most once per caller and
  * study in 5 minutes, the viewer gate's rule (ViewTrail). Put it on the controller method, after
  * `@Auth()`.
  */
@@ -112,7 +133,9 @@ function describeAccess(spec: AuditSpec, request: AuditedRequest, result: unknow
     ip: request.ip,
     requestId: String(request.id ?? ''),
   };
+  if (spec.patientFromAnswer) Object.assign(entry, patientOf(result));
   if (spec.search) return { ...entry, count: countOf(result, request) };
+  if (spec.patientFromAnswer) return entry;
   return {
     ...entry,
     studyId: spec.studyBodyField ? body[spec.studyBodyField] : params[spec.studyParam ?? 'id'],

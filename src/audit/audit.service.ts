@@ -5,6 +5,8 @@ import { AccessLogRepository, AccessLogRow } from './access-log.repository';
 export const ACCESS_ACTIONS = [
   'study.search',
   'study.view',
+  'patient.search',
+  'patient.view',
   'study.image',
   'study.thumbnail',
   'series.thumbnail',
@@ -33,7 +35,7 @@ export interface AccessEntry {
   shareId?: unknown;
   /** The study's DICOM Patient ID when the caller knows it; else taken from the study when it is written. */
   patientId?: string | null;
-  /** For a search: how many studies it returned (the search text itself is never recorded). */
+  /** For a search: how many studies (or patients) it returned (the search text itself is never recorded). */
   count?: number | null;
   ip?: string | null;
   requestId?: string | null;

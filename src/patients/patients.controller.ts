@@ -1,5 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { FairShare } from '../common/fair-share/fair-share.interceptor';
@@ -16,6 +17,7 @@ export class PatientsController {
 
   @Get()
   @Auth()
+  @AuditAccess('patient.search', { search: true })
   @FairShare({ patternParams: ['search'], searchesOnly: true })
   @ApiOperation({ summary: 'Patients visible to the caller, 20 per page, by name' })
   @ApiOkResponse({ type: PatientPageDto })
@@ -26,6 +28,7 @@ export class PatientsController {
 
   @Get(':id')
   @Auth()
+  @AuditAccess('patient.view', { patientFromAnswer: true })
   @ApiOperation({ summary: 'A patient' })
   @ApiOkResponse({ type: PatientDto })
   @ApiNotFoundResponse({
@@ -37,6 +40,7 @@ export class PatientsController {
 
   @Get(':id/studies')
   @Auth()
+  @AuditAccess('study.search', { search: true, patientFromAnswer: true })
   @ApiOperation({ summary: "The patient's studies visible to the caller, 15 per page" })
   @ApiOkResponse({ type: StudyPageDto })
   @ApiNotFoundResponse({ description: '`{message: "Patient not found."}`' })

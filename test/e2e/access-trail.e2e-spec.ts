@@ -107,6 +107,51 @@ describe('The access trail', () => {
       expect(entries[0]).toMatchObject({ user: { id: clinic.user2.id }, count: (res.body as unknown[]).length });
     });
 
+    it('a patient list: patient.search with the number of patients returned, never the search text', async () => {
+      const name = imaged.patient.patient_name.split('^')[0];
+      const res = await t.http.get('/api/patients', { token: clinic.token1, query: { search: name } });
+      expect(res.status).toBe(200);
+      const returned = (res.body as { data: unknown[] }).data.length;
+      expect(returned).toBeGreaterThan(0);
+      const entries = await waitForTrail({ user_id: clinic.user1.id, action: 'patient.search' }, 1);
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({ tenant_id: clinic.tenant.id, study_id: null, patient_id: null, count: returned });
+      const rows = await t.db.query(`SELECT row_to_json(a)::text AS row FROM access_logs a WHERE action = 'patient.search'`);
+      for (const { row } of rows) expect(row).not.toContain(name);
+    });
+
+    it("a patient opened, and the patient's studies listed: found by the DICOM Patient ID, under the patient's clinic whoever opened it", async () => {
+      const patientId = imaged.patient.patient_id;
+      const detail = await t.http.get(`/api/patients/${imaged.patient.id}`, { token: superAdmin.token });
+      expect(detail.status).toBe(200);
+      const studies = await t.http.get(`/api/patients/${imaged.patient.id}/studies`, { token: clinic.token1 });
+      expect(studies.status).toBe(200);
+      const returned = (studies.body as { data: unknown[] }).data.length;
+      expect(returned).toBeGreaterThan(0);
+      const entries = await waitForTrail({ patient_id: patientId }, 2);
+      const view = entries.find((entry) => entry.action === 'patient.view');
+      const listed = entries.find((entry) => entry.action === 'study.search');
+      expect(view).toMatchObject({
+        user: { id: superAdmin.user.id },
+        tenant_id: clinic.tenant.id,
+        study_id: null,
+        patient_id: patientId,
+      });
+      expect(listed).toMatchObject({
+        user: { id: clinic.user1.id },
+        tenant_id: clinic.tenant.id,
+        study_id: null,
+        patient_id: patientId,
+        count: returned,
+      });
+    });
+
+    it("a patient who is not found (another clinic's) opens nothing and leaves no patient.view", async () => {
+      const res = await t.http.get(`/api/patients/${imaged.patient.id}`, { token: other.adminToken });
+      expect(res.status).toBe(404);
+      expect(await trailOf({ user_id: other.admin.id, action: 'patient.view' }, superAdmin.token)).toEqual([]);
+    });
+
     it('a study opened through the viewer gate with a session: one study.view per caller and study in 5 minutes', async () => {
       const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient_id: 'TRAIL-1' });
       const uri = `/dicom-web/studies/${study.study_instance_uid}/series`;
