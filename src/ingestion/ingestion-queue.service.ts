@@ -41,6 +41,10 @@ export const FOLLOW_UP_DELAY_MS = 2000;
 /** A generation key lives this long after its last use; when it expires, the job-state check still holds. */
 const GENERATION_TTL_SECONDS = 30 * 24 * 3600;
 
+const generationKey = (kind: string, imgsrvStudyId: string) => `ingest:generation:${kind}:${imgsrvStudyId}`;
+const jobIdOf = (kind: string, imgsrvStudyId: string, generation: string | null) =>
+  `${kind}:${imgsrvStudyId}:${generation || '0'}`;
+
 /** Moves the generation on only if nobody else did in the meantime; returns the current one. */
 const ADVANCE_GENERATION = `
 local current = redis.call('GET', KEYS[1]) or ''
@@ -80,6 +84,29 @@ export class IngestionQueue {
     return this.add(this.indexQueue, INDEX_JOB, data.imgsrvStudyId, data);
   }
 
+  /**
+   * The studies whose latest study or index job failed all its attempts at least `failedForMs` ago,
+   * at most `limit`, from the `limit` newest failures of each queue. A job superseded by a later one
+   * of its study (queued again since) is not its study's latest.
+   */
+  async failedStudies(failedForMs: number, limit: number): Promise<string[]> {
+    const studies = new Set<string>();
+    for (const [queue, kind] of [
+      [this.studyQueue, STUDY_JOB],
+      [this.indexQueue, INDEX_JOB],
+    ] as const) {
+      const failed = (await queue.getFailed(0, limit - 1)).filter(
+        (job) => job && typeof job.data?.imgsrvStudyId === 'string' && Date.now() - (job.finishedOn ?? 0) >= failedForMs,
+      );
+      if (failed.length === 0) continue;
+      const generations = await this.redis.mget(failed.map((job) => generationKey(kind, job.data.imgsrvStudyId)));
+      failed.forEach((job, n) => {
+        if (String(job.id) === jobIdOf(kind, job.data.imgsrvStudyId, generations[n])) studies.add(job.data.imgsrvStudyId);
+      });
+    }
+    return [...studies].slice(0, limit);
+  }
+
   private async add(
     queue: Queue,
     kind: string,
@@ -88,10 +115,10 @@ export class IngestionQueue {
     options: JobOptions = {},
   ): Promise<QueuedJob> {
     const arrivedAt = Date.now();
-    const key = `ingest:generation:${kind}:${imgsrvStudyId}`;
+    const key = generationKey(kind, imgsrvStudyId);
     let generation = (await this.redis.get(key)) ?? '';
     for (let tries = 0; tries < 5; tries++) {
-      const jobId = `${kind}:${imgsrvStudyId}:${generation || '0'}`;
+      const jobId = jobIdOf(kind, imgsrvStudyId, generation);
       const existing = await queue.getJob(jobId);
       if (!existing) {
         // Either this creates the job, or joins one another request created a moment ago: both

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ImgsrvClient, OrthancChange } from '../imgsrv';
 import { IngestionQueue } from './ingestion-queue.service';
 import { IngestionRepository, RECONCILE_POSITION_KEY, StudySyncMarker } from './ingestion.repository';
-import { ReconcileService } from './reconcile.service';
+import { FAILED_RETRY_AFTER_MS, ReconcileService } from './reconcile.service';
 
 /** An image server whose change feed is `feed`, answered in pages as Orthanc does. */
 function fakeImgsrv(feed: OrthancChange[]) {
@@ -31,10 +31,18 @@ function fakeRepository(state: Record<string, string>, markers: Record<string, S
   } as unknown as IngestionRepository;
 }
 
-function fakeQueue() {
+/** A queue where `failed` are the studies whose last job failed all its attempts long enough ago. */
+function fakeQueue(failed: string[] = []) {
   const queued: string[] = [];
-  const queue = { queueStudy: async (id: string) => queued.push(id) } as unknown as IngestionQueue;
-  return { queue, queued };
+  const asked: Array<[number, number]> = [];
+  const queue = {
+    queueStudy: async (id: string) => queued.push(id),
+    failedStudies: async (failedForMs: number, limit: number) => {
+      asked.push([failedForMs, limit]);
+      return failed;
+    },
+  } as unknown as IngestionQueue;
+  return { queue, queued, asked };
 }
 
 const stable = (seq: number, id: string): OrthancChange => ({
@@ -165,6 +173,16 @@ describe('ReconcileService', () => {
     const result = await new ReconcileService(imgsrv, fakeRepository({}, {}, ['q1', 'q2']), queue).run();
     expect(queued).toEqual(['q1', 'q2']);
     expect(result.released).toBe(2);
+  });
+
+  it('queues again the studies whose last job failed all its attempts 15 minutes ago or more (the feed has moved past them)', async () => {
+    const { imgsrv } = fakeImgsrv([]);
+    const { queue, queued, asked } = fakeQueue(['f1', 'f2']);
+    const result = await new ReconcileService(imgsrv, fakeRepository({}, {}), queue).run();
+    expect(asked).toEqual([[FAILED_RETRY_AFTER_MS, 100]]);
+    expect(FAILED_RETRY_AFTER_MS).toBe(15 * 60_000);
+    expect(queued).toEqual(['f1', 'f2']);
+    expect(result.retried).toBe(2);
   });
 
   it('does nothing while another run holds the lock', async () => {

@@ -8,6 +8,14 @@ const PAGE_SIZE = 1000;
 const MAX_PAGES_PER_RUN = 20;
 /** Session advisory lock: one reconciliation at a time across worker processes. */
 const RECONCILE_LOCK = 73_005;
+/**
+ * A study whose job failed every attempt (about 4 minutes of backoff: the image server or
+ * PostgreSQL down for longer) is queued again once it has been failed this long; one that keeps
+ * failing is tried again at this pace, not at every run.
+ */
+export const FAILED_RETRY_AFTER_MS = 15 * 60_000;
+/** Failed studies queued again per run, at most. */
+const FAILED_PER_RUN = 100;
 
 export interface ReconcileResult {
   skipped?: 'another run in progress';
@@ -23,12 +31,15 @@ export interface ReconcileResult {
    * were arriving, and it never announces such a study (neither webhook nor change).
    */
   recovered: number;
+  /** Studies whose last job failed all its attempts, queued again. */
+  retried: number;
 }
 
 /**
  * The safety net under the webhook, which Orthanc sends once and never retries: reads the change
  * feed from the position stored in PostgreSQL and queues every StableStudy whose study has not been
- * indexed since that change (the study job records up to which change sequence it saw).
+ * indexed since that change (the study job records up to which change sequence it saw), and
+ * queues again the studies whose last job failed all its attempts.
  */
 @Injectable()
 export class ReconcileService {
@@ -52,6 +63,7 @@ export class ReconcileService {
         upToDate: 0,
         released: 0,
         recovered: 0,
+        retried: 0,
       }
     );
   }
@@ -74,6 +86,7 @@ export class ReconcileService {
       upToDate: 0,
       released: 0,
       recovered: 0,
+      retried: 0,
     };
     // The stored position must not pass a new study still arriving: if the image server restarts
     // before it is stable, its NewStudy change is the only trace of it.
@@ -129,9 +142,14 @@ export class ReconcileService {
       await this.queue.queueStudy(imgsrvStudyId, 'reconcile');
       result.released++;
     }
-    if (result.queued || result.released || result.recovered) {
+    // The change feed has moved past a study whose job failed all its attempts: this is its only trace.
+    for (const imgsrvStudyId of await this.queue.failedStudies(FAILED_RETRY_AFTER_MS, FAILED_PER_RUN)) {
+      await this.queue.queueStudy(imgsrvStudyId, 'reconcile');
+      result.retried++;
+    }
+    if (result.queued || result.released || result.recovered || result.retried) {
       this.logger.log(
-        `queued ${result.queued} missed, ${result.recovered} unannounced and ${result.released} released studies (changes ${result.from}..${result.to})`,
+        `queued ${result.queued} missed, ${result.recovered} unannounced, ${result.released} released and ${result.retried} failed studies (changes ${result.from}..${result.to})`,
       );
     }
     return result;
