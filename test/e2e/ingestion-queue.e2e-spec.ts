@@ -19,7 +19,7 @@ describe('Ingestion queue: studies whose last job failed all its attempts', () =
   async function failNext(queue: Queue): Promise<void> {
     const job = await queue.getNextJob();
     if (!job) throw new Error('no job to take');
-    job.discard();
+    await job.discard();
     await job.moveToFailed({ message: 'image server down' }, true);
     await job.releaseLock();
   }
