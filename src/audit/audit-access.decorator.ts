@@ -77,10 +77,10 @@ type AuditedRequest = FastifyRequest & {
 
 /**
  * Records the caller's act in the access trail once the handler has succeeded (a 404 or 401 opened
- * nothing): a study (or an image or a viewer token of it) opened, a report read or written, a
- * download, a patient, or with `search: true` a search. A `study.view` is recorded at most once per caller and
- * study in 5 minutes, the viewer gate's rule (ViewTrail). Put it on the controller method, after
- * `@Auth()`.
+ * nothing): a study (or an image or a viewer token of it) or a patient opened, a report read or
+ * written, a download, or with `search: true` a search. A `study.view` is recorded at most once per
+ * caller and study in 5 minutes, the viewer gate's rule (ViewTrail). Put it on the controller
+ * method, after `@Auth()`.
  */
 export function AuditAccess(action: AccessAction, options: AuditAccessOptions = {}) {
   return applyDecorators(

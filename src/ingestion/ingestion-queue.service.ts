@@ -1,6 +1,6 @@
 import { InjectQueue } from '@nestjs/bull';
 import { Inject, Injectable } from '@nestjs/common';
-import type { JobOptions, Queue } from 'bull';
+import type { Job, JobOptions, Queue } from 'bull';
 import { randomBytes } from 'crypto';
 import Redis from 'ioredis';
 import { INDEX_QUEUE, STUDY_QUEUE } from '../common/queues/queues.module';
@@ -85,26 +85,34 @@ export class IngestionQueue {
   }
 
   /**
-   * The studies whose latest study or index job failed all its attempts at least `failedForMs` ago,
-   * at most `limit`, from the `limit` newest failures of each queue. A job superseded by a later one
-   * of its study (queued again since) is not its study's latest.
+   * Queues again each study whose latest study or index job failed all its attempts at least
+   * `failedForMs` ago, looking at the `limit` oldest failures of each queue, and then takes off the
+   * failed list those jobs and any whose study has been queued again since: the list keeps the
+   * failures that nothing has retried yet. Returns how many studies it queued.
    */
-  async failedStudies(failedForMs: number, limit: number): Promise<string[]> {
+  async retryFailed(failedForMs: number, limit: number): Promise<number> {
     const studies = new Set<string>();
+    const done: Job[] = [];
     for (const [queue, kind] of [
       [this.studyQueue, STUDY_JOB],
       [this.indexQueue, INDEX_JOB],
     ] as const) {
-      const failed = (await queue.getFailed(0, limit - 1)).filter(
-        (job) => job && typeof job.data?.imgsrvStudyId === 'string' && Date.now() - (job.finishedOn ?? 0) >= failedForMs,
+      const failed = (await queue.getJobs(['failed'], 0, limit - 1, true)).filter(
+        (job) => job && typeof job.data?.imgsrvStudyId === 'string',
       );
       if (failed.length === 0) continue;
       const generations = await this.redis.mget(failed.map((job) => generationKey(kind, job.data.imgsrvStudyId)));
       failed.forEach((job, n) => {
-        if (String(job.id) === jobIdOf(kind, job.data.imgsrvStudyId, generations[n])) studies.add(job.data.imgsrvStudyId);
+        const latest = String(job.id) === jobIdOf(kind, job.data.imgsrvStudyId, generations[n]);
+        if (latest && Date.now() - (job.finishedOn ?? 0) < failedForMs) return;
+        if (latest) studies.add(job.data.imgsrvStudyId);
+        done.push(job);
       });
     }
-    return [...studies].slice(0, limit);
+    // Queued first, taken off after: a stop in between leaves a failure listed, never a study lost.
+    for (const imgsrvStudyId of studies) await this.queueStudy(imgsrvStudyId, 'reconcile');
+    for (const job of done) await job.remove();
+    return studies.size;
   }
 
   private async add(

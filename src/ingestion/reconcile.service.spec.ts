@@ -37,9 +37,10 @@ function fakeQueue(failed: string[] = []) {
   const asked: Array<[number, number]> = [];
   const queue = {
     queueStudy: async (id: string) => queued.push(id),
-    failedStudies: async (failedForMs: number, limit: number) => {
+    retryFailed: async (failedForMs: number, limit: number) => {
       asked.push([failedForMs, limit]);
-      return failed;
+      queued.push(...failed);
+      return failed.length;
     },
   } as unknown as IngestionQueue;
   return { queue, queued, asked };

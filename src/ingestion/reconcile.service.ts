@@ -14,7 +14,7 @@ const RECONCILE_LOCK = 73_005;
  * failing is tried again at this pace, not at every run.
  */
 export const FAILED_RETRY_AFTER_MS = 15 * 60_000;
-/** Failed studies queued again per run, at most. */
+/** Failed jobs of each queue looked at per run, oldest first. */
 const FAILED_PER_RUN = 100;
 
 export interface ReconcileResult {
@@ -143,10 +143,7 @@ export class ReconcileService {
       result.released++;
     }
     // The change feed has moved past a study whose job failed all its attempts: this is its only trace.
-    for (const imgsrvStudyId of await this.queue.failedStudies(FAILED_RETRY_AFTER_MS, FAILED_PER_RUN)) {
-      await this.queue.queueStudy(imgsrvStudyId, 'reconcile');
-      result.retried++;
-    }
+    result.retried = await this.queue.retryFailed(FAILED_RETRY_AFTER_MS, FAILED_PER_RUN);
     if (result.queued || result.released || result.recovered || result.retried) {
       this.logger.log(
         `queued ${result.queued} missed, ${result.recovered} unannounced, ${result.released} released and ${result.retried} failed studies (changes ${result.from}..${result.to})`,

@@ -6,10 +6,10 @@ import { IngestionQueue } from '../../src/ingestion/ingestion-queue.service';
 import { createTestApp, TestApp } from '../support/app';
 
 /**
- * What reconciliation queues again (IngestionQueue.failedStudies), on real Bull queues in Redis.
+ * What reconciliation queues again (IngestionQueue.retryFailed), on real Bull queues in Redis.
  * The app has its own queue prefix, so no other test file's worker takes these jobs.
  */
-describe('Ingestion queue: studies whose last job failed all its attempts', () => {
+describe('Ingestion queue: studies whose last job failed all its attempts, queued again', () => {
   let t: TestApp;
   let ingestion: IngestionQueue;
   let studies: Queue;
@@ -32,23 +32,34 @@ describe('Ingestion queue: studies whose last job failed all its attempts', () =
   });
   afterAll(() => t.close());
 
-  it('names a study whose study job failed, once it has been failed long enough, until it is queued again', async () => {
+  /** The study ids of the queue's jobs in these states. */
+  const studiesIn = async (queue: Queue, states: Array<'waiting' | 'failed' | 'delayed'>) =>
+    (await queue.getJobs(states)).map((job) => job.data.imgsrvStudyId as string);
+
+  afterEach(async () => {
+    for (const queue of [studies, indexes]) {
+      await queue.empty();
+      await queue.clean(0, 'failed');
+    }
+  });
+
+  it('queues a study whose study job failed once it has been failed long enough, and takes that failure off the list', async () => {
     const study = randomUUID();
     expect(await ingestion.queueStudy(study, 'webhook')).toMatchObject({ created: true });
     await failNext(studies);
-    expect(await ingestion.failedStudies(60_000, 100)).not.toContain(study);
-    expect(await ingestion.failedStudies(0, 100)).toContain(study);
 
-    expect(await ingestion.queueStudy(study, 'reconcile')).toMatchObject({ created: true });
-    expect(await ingestion.failedStudies(0, 100)).not.toContain(study);
-    // The failed job stays on the board; the new one waits for a worker.
-    expect(await studies.getFailedCount()).toBeGreaterThanOrEqual(1);
-    const waiting = await studies.getWaiting();
-    expect(waiting.map((job) => job.data.imgsrvStudyId)).toContain(study);
-    await studies.empty();
+    expect(await ingestion.retryFailed(60_000, 100)).toBe(0);
+    expect(await studiesIn(studies, ['failed'])).toEqual([study]);
+    expect(await studiesIn(studies, ['waiting'])).toEqual([]);
+
+    expect(await ingestion.retryFailed(0, 100)).toBe(1);
+    expect(await studiesIn(studies, ['failed'])).toEqual([]);
+    const [again] = await studies.getWaiting();
+    expect(again.data).toEqual({ imgsrvStudyId: study, source: 'reconcile' });
+    expect(await ingestion.retryFailed(0, 100)).toBe(0);
   });
 
-  it('names a study whose index job failed; not one whose failed job a later request has superseded', async () => {
+  it('queues the study of a failed index job; a failure whose study was queued again since is only taken off the list', async () => {
     const indexed = randomUUID();
     await ingestion.queueIndex({ imgsrvStudyId: indexed, changeSeq: 1, lastUpdate: null });
     await failNext(indexes);
@@ -57,8 +68,20 @@ describe('Ingestion queue: studies whose last job failed all its attempts', () =
     await failNext(studies);
     await ingestion.queueStudy(superseded, 'webhook');
 
-    const failed = await ingestion.failedStudies(0, 100);
-    expect(failed).toContain(indexed);
-    expect(failed).not.toContain(superseded);
+    expect(await ingestion.retryFailed(0, 100)).toBe(1);
+    expect((await studiesIn(studies, ['waiting'])).sort()).toEqual([indexed, superseded].sort());
+    expect(await studiesIn(studies, ['failed'])).toEqual([]);
+    expect(await studiesIn(indexes, ['failed'])).toEqual([]);
+  });
+
+  it('looks at the oldest failures first, `limit` of them a run', async () => {
+    const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
+    for (const study of [first, second, third]) {
+      await ingestion.queueStudy(study, 'webhook');
+      await failNext(studies);
+    }
+    expect(await ingestion.retryFailed(0, 2)).toBe(2);
+    expect(await studiesIn(studies, ['failed'])).toEqual([third]);
+    expect((await studiesIn(studies, ['waiting'])).sort()).toEqual([first, second].sort());
   });
 });
