@@ -1,7 +1,7 @@
 /**
  * The proxy's own defences and the image server's gate, against the shipped nginx.conf and the real
  * Orthanc with the shipped orthanc.json and webhook.lua (docs/dicom-door.md):
- * - the pages nginx serves (sign-in, OHIF) carry a Content-Security-Policy, frame protection,
+ * - the pages nginx serves (sign-in, a share link's, OHIF) carry a Content-Security-Policy, frame protection,
  *   nosniff and no referrer; OHIF's inline scripts are the ones the policy names by hash;
  * - X-HTTP-Method-Override and X-Forwarded-Host never reach Orthanc or the API;
  * - nginx's Orthanc account reads DICOMweb and can do nothing else; Orthanc describes no error.
@@ -72,6 +72,17 @@ describe('the proxy: page headers, and what never reaches the upstreams', () => 
     expect(headers.get('x-frame-options')).toBe('DENY');
     expect(headers.get('x-content-type-options')).toBe('nosniff');
     expect(headers.get('referrer-policy')).toBe('no-referrer');
+  });
+
+  it("serves a share link's page under a policy that allows its own files and the report's blob only, never framed", async () => {
+    const { status, headers } = await headersOf('/s/some-token');
+    expect(status).toBe(200);
+    expect(headers.get('content-security-policy')).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self' blob:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
+    );
+    expect(headers.get('x-frame-options')).toBe('DENY');
+    expect(headers.get('referrer-policy')).toBe('no-referrer');
+    expect(headers.get('cache-control')).toBe('no-store');
   });
 
   it("serves OHIF's pages under its policy, which names exactly the installed viewer's inline scripts", async () => {

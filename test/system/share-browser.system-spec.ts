@@ -159,6 +159,32 @@ describe('a share link in a browser', () => {
         return String.fromCharCode(...bytes.slice(0, 5));
       });
       expect(head).toBe('%PDF-');
+      // The recipient clicks it: a new tab shows the PDF in the browser's viewer, under the page's policy.
+      const refused: string[] = [];
+      page.context().on('console', (message) => {
+        if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+      });
+      const [tab] = await Promise.all([page.waitForEvent('popup'), page.click('#open-report')]);
+      await tab.waitForLoadState('load');
+      expect(await tab.evaluate(() => document.contentType)).toBe('application/pdf');
+      // Chromium's PDF viewer (an extension frame) shows the document's title once it has read the PDF.
+      const pdfTitle = async () => {
+        const viewer = tab.frames().find((frame) => frame.url().startsWith('chrome-extension://'));
+        return viewer
+          ?.evaluate(() => {
+            type Host = Element & { shadowRoot: ShadowRoot | null };
+            const toolbar = (document.querySelector('pdf-viewer') as Host | null)?.shadowRoot?.querySelector(
+              'viewer-toolbar',
+            ) as Host | null;
+            return toolbar?.shadowRoot?.querySelector('#title')?.textContent?.trim() ?? '';
+          })
+          .catch(() => '');
+      };
+      const deadline = Date.now() + 15_000;
+      while ((await pdfTitle()) !== 'Report — SHARED^PATIENT' && Date.now() < deadline) await delay(100);
+      expect(await pdfTitle()).toBe('Report — SHARED^PATIENT');
+      await tab.screenshot({ path: path.join(ARTIFACTS, 'share-report.png') });
+      expect(refused).toEqual([]);
     } finally {
       await page.close();
     }
