@@ -5,9 +5,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * viewer needs) as a function, so that PostgreSQL keeps its plan. The API's connections plan every
  * statement for its values (plan_cache_mode = force_custom_plan, for the lists), and planning this
  * four-table join took three times as long as running it (0.34 against 0.10 ms a call, 32 opens at
- * once): a third of the database's CPU per open. The function sets the generic plan for itself only.
- * Its conditions and columns are SharesRepository's CREATOR_USABLE and TO_OPEN; the e2e tests open
- * each kind of share that must not open through it.
+ * once): almost half of the database's CPU per open (perf). The function sets the generic plan for
+ * itself only. Its conditions and columns are SharesRepository's CREATOR_USABLE and TO_OPEN; the
+ * e2e tests open each kind of share that must not open through it.
  */
 export class ShareOpenFunction1797000000000 implements MigrationInterface {
   name = 'ShareOpenFunction1797000000000';
