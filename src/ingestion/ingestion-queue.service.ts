@@ -87,8 +87,9 @@ export class IngestionQueue {
   /**
    * Queues again each study whose latest study or index job failed all its attempts at least
    * `failedForMs` ago, looking at the `limit` oldest failures of each queue, and then takes off the
-   * failed list those jobs and any whose study has been queued again since: the list keeps the
-   * failures that nothing has retried yet. Returns how many studies it queued.
+   * failed list those jobs and any as old whose study has been queued again since: every failure
+   * stays listed for `failedForMs`, then only until something retries it. A job added by hand
+   * (under another id) is left as it is. Returns how many studies it queued.
    */
   async retryFailed(failedForMs: number, limit: number): Promise<number> {
     const studies = new Set<string>();
@@ -98,14 +99,16 @@ export class IngestionQueue {
       [this.indexQueue, INDEX_JOB],
     ] as const) {
       const failed = (await queue.getJobs(['failed'], 0, limit - 1, true)).filter(
-        (job) => job && typeof job.data?.imgsrvStudyId === 'string',
+        (job) =>
+          job &&
+          typeof job.data?.imgsrvStudyId === 'string' &&
+          String(job.id).startsWith(`${kind}:`) &&
+          Date.now() - (job.finishedOn ?? 0) >= failedForMs,
       );
       if (failed.length === 0) continue;
       const generations = await this.redis.mget(failed.map((job) => generationKey(kind, job.data.imgsrvStudyId)));
       failed.forEach((job, n) => {
-        const latest = String(job.id) === jobIdOf(kind, job.data.imgsrvStudyId, generations[n]);
-        if (latest && Date.now() - (job.finishedOn ?? 0) < failedForMs) return;
-        if (latest) studies.add(job.data.imgsrvStudyId);
+        if (String(job.id) === jobIdOf(kind, job.data.imgsrvStudyId, generations[n])) studies.add(job.data.imgsrvStudyId);
         done.push(job);
       });
     }

@@ -74,6 +74,21 @@ describe('Ingestion queue: studies whose last job failed all its attempts, queue
     expect(await studiesIn(indexes, ['failed'])).toEqual([]);
   });
 
+  it('leaves a failure whose study was queued again since listed until it is as old, and a job added by hand as it is', async () => {
+    const byHand = randomUUID();
+    await studies.add('study', { imgsrvStudyId: byHand, source: 'webhook' }, { jobId: `manual-${byHand}`, attempts: 1 });
+    await failNext(studies);
+    const superseded = randomUUID();
+    await ingestion.queueStudy(superseded, 'webhook');
+    await failNext(studies);
+    await ingestion.queueStudy(superseded, 'webhook');
+
+    expect(await ingestion.retryFailed(60_000, 100)).toBe(0);
+    expect((await studiesIn(studies, ['failed'])).sort()).toEqual([superseded, byHand].sort());
+    expect(await ingestion.retryFailed(0, 100)).toBe(0);
+    expect(await studiesIn(studies, ['failed'])).toEqual([byHand]);
+  });
+
   it('looks at the oldest failures first, `limit` of them a run', async () => {
     const [first, second, third] = [randomUUID(), randomUUID(), randomUUID()];
     for (const study of [first, second, third]) {
