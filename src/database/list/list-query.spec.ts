@@ -64,7 +64,7 @@ describe('list SQL', () => {
       'SELECT t.id, t.name FROM things t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT $1 OFFSET $2',
     );
     expect(listPageSql(SPEC, 'TRUE', '', p, 301, 15)).toContain(
-      'WHERE t.id IN (SELECT t.id FROM things t WHERE TRUE ORDER BY t.name ASC',
+      'WHERE t.id = ANY(ARRAY(SELECT t.id FROM things t WHERE TRUE ORDER BY t.name ASC',
     );
     expect(listPageSql(SPEC, 'TRUE', '', p, 0, 15, true)).toContain("ORDER BY (t.name || '') ASC, t.id ASC LIMIT $5 OFFSET $6");
   });
@@ -72,7 +72,7 @@ describe('list SQL', () => {
   it('collects a first search once, one past the cap, and walks at most `cap` rows of the scope', () => {
     const first = listFirstSearchSql(SPEC, 'x', '', new SqlParams(), 0, 15);
     expect(first).toContain(`(SELECT t.id, t.name, t.search_text FROM things t WHERE x LIMIT ${SEARCH_TOTAL_CAP + 1})`);
-    expect(first).toContain(`WHERE c._total <= ${SEARCH_TOTAL_CAP} AND t.id IN (`);
+    expect(first).toContain(`WHERE c._total <= ${SEARCH_TOTAL_CAP} AND t.id = ANY(ARRAY(`);
     const p = new SqlParams();
     const sql = listWalkPageSql(SPEC, 'scope', 'match', '', p, 30, 15, 2000);
     expect(sql).toContain(

@@ -46,6 +46,14 @@ export type SearchPlan = 'walk' | 'collect';
 // (deferred join) spares a heap visit per skipped row.
 const DIRECT_OFFSET_MAX = 300;
 
+/**
+ * The rows whose ids `select` gives (a page's, at most a few hundred), as a condition. An array
+ * (computed once, then read through the primary key) rather than `IN (subquery)`: a semi-join makes
+ * the planner weigh join orders and merge joins, which read the id's histogram and the primary key's
+ * ends, on every statement; that was a third of a searched page's planning (0.15 of 0.4 ms).
+ */
+const idsIn = (spec: ListSpec, select: string): string => `${spec.id} = ANY(ARRAY(${select}))`;
+
 /** The alias of the spec's table: `s` for `studies s`. */
 const tableAlias = (spec: ListSpec): string => spec.from.split(' ')[1];
 
@@ -112,7 +120,7 @@ export function listPageSql(
     return `SELECT ${spec.columns}${extra} FROM ${spec.from} WHERE ${where} ${page}`;
   }
   return `SELECT ${spec.columns}${extra} FROM ${spec.from}
-           WHERE ${spec.id} IN (SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}) ORDER BY ${spec.order}`;
+           WHERE ${idsIn(spec, `SELECT ${spec.id} FROM ${spec.from} WHERE ${where} ${page}`)} ORDER BY ${spec.order}`;
 }
 
 /**
@@ -138,8 +146,10 @@ export function listFirstSearchSql(
             FROM _counted c
             LEFT JOIN LATERAL (
                    SELECT ${spec.columns} FROM ${spec.from}
-                    WHERE c._total <= ${SEARCH_TOTAL_CAP} AND ${spec.id} IN (
-                          SELECT ${spec.id} FROM _matches ${alias} ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
+                    WHERE c._total <= ${SEARCH_TOTAL_CAP} AND ${idsIn(
+                      spec,
+                      `SELECT ${spec.id} FROM _matches ${alias} ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`,
+                    )}
                  ) ${alias} ON TRUE
            ORDER BY ${spec.order}`;
 }
@@ -162,8 +172,11 @@ export function listWalkPageSql(
 ): string {
   const walked = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${scope} ORDER BY ${spec.order} LIMIT ${p.add(cap)}`;
   return `SELECT ${spec.columns}${extra} FROM ${spec.from}
-           WHERE ${spec.id} IN (SELECT ${spec.id} FROM (${walked}) ${tableAlias(spec)} WHERE ${match}
-                                 ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)})
+           WHERE ${idsIn(
+             spec,
+             `SELECT ${spec.id} FROM (${walked}) ${tableAlias(spec)} WHERE ${match}
+               ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`,
+           )}
            ORDER BY ${spec.order}`;
 }
 

@@ -18,8 +18,7 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
@@ -37,15 +36,14 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version FROM patients p
-  WHERE p.id IN (SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2) p WHERE p.search_text LIKE search_pattern($1)
-  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4)
+  WHERE p.id = ANY(ARRAY(SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2) p WHERE p.search_text LIKE search_pattern($1)
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4))
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: the list, page 1
@@ -66,8 +64,7 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
@@ -85,15 +82,14 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version FROM patients p
-  WHERE p.id IN (SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $2 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4) p WHERE p.search_text LIKE search_pattern($3)
-  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6)
+  WHERE p.id = ANY(ARRAY(SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $2 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4) p WHERE p.search_text LIKE search_pattern($3)
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: the list, page 1
@@ -120,8 +116,7 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
@@ -139,13 +134,12 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id IN (
-  SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10)
+  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))
   ) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",15985,20,20]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version FROM patients p
-  WHERE p.id IN (SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8) p WHERE p.search_text LIKE search_pattern($7)
-  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10)
+  WHERE p.id = ANY(ARRAY(SELECT p.id FROM (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $8) p WHERE p.search_text LIKE search_pattern($7)
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;

@@ -21,7 +21,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- super admin: the list, page 30 (ids first)
 -- values: [15,435]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS _total FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $1 OFFSET $2) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $1 OFFSET $2)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: search with up to 1,000 matches (collected)
 -- values: ["silva"]
@@ -37,8 +37,7 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
@@ -56,27 +55,26 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3) s WHERE s.search_text LIKE search_pattern($2)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3) s WHERE s.search_text LIKE search_pattern($2)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: the same search again, page 2 (collected, its count kept)
 -- values: ["silva",15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: the same search again, page 2 (walked, its count kept)
 -- values: ["silva",11989,15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2) s WHERE s.search_text LIKE search_pattern($1)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2) s WHERE s.search_text LIKE search_pattern($1)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: the list, page 1
@@ -100,7 +98,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- clinic admin: the list, page 30 (ids first)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a",15,435]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS _total FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with up to 1,000 matches (collected)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
@@ -116,8 +114,7 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
@@ -135,27 +132,26 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 AND s.report_status = $3 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5) s WHERE s.search_text LIKE search_pattern($4)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 AND s.report_status = $3 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5) s WHERE s.search_text LIKE search_pattern($4)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: the same search again, page 2 (collected, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: the same search again, page 2 (walked, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",11989,15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4) s WHERE s.search_text LIKE search_pattern($3)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4) s WHERE s.search_text LIKE search_pattern($3)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: the list, page 1
@@ -179,7 +175,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 -- unit user: the list, page 30 (ids first)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,435]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS _total FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with up to 1,000 matches (collected)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
@@ -195,8 +191,7 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
@@ -214,25 +209,24 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   FROM _counted c
   LEFT JOIN LATERAL (
   SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id IN (
-  SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9)
+  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))
   ) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva",5995,15,0]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 AND s.report_status = $5 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7) s WHERE s.search_text LIKE search_pattern($6)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 AND s.report_status = $5 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7) s WHERE s.search_text LIKE search_pattern($6)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: the same search again, page 2 (collected, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: the same search again, page 2 (walked, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",11989,15,15]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
-  WHERE s.id IN (SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6) s WHERE s.search_text LIKE search_pattern($5)
-  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)
+  WHERE s.id = ANY(ARRAY(SELECT s.id FROM (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6) s WHERE s.search_text LIKE search_pattern($5)
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
