@@ -140,17 +140,14 @@ export function listFirstSearchSql(
 ): string {
   const alias = tableAlias(spec);
   // The page's rows come out under the table's alias, so that the list order reads them as it is written.
+  // The cap's test inside the ids' subquery is a one-time filter: past the cap, no match is sorted.
+  const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE c._total <= ${SEARCH_TOTAL_CAP}
+                    ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
   return `WITH _matches AS MATERIALIZED (SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} LIMIT ${SEARCH_TOTAL_CAP + 1}),
                _counted AS (SELECT count(*) AS _total FROM _matches)
           SELECT ${alias}.*, c._total${extra}
             FROM _counted c
-            LEFT JOIN LATERAL (
-                   SELECT ${spec.columns} FROM ${spec.from}
-                    WHERE c._total <= ${SEARCH_TOTAL_CAP} AND ${idsIn(
-                      spec,
-                      `SELECT ${spec.id} FROM _matches ${alias} ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`,
-                    )}
-                 ) ${alias} ON TRUE
+            LEFT JOIN LATERAL (SELECT ${spec.columns} FROM ${spec.from} WHERE ${idsIn(spec, pageIds)}) ${alias} ON TRUE
            ORDER BY ${spec.order}`;
 }
 

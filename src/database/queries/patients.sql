@@ -16,10 +16,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- super admin: search with more than 1,000 matches (walked)
@@ -34,10 +32,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["silva",15985,20,20]
@@ -62,10 +58,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
@@ -80,10 +74,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15985,20,20]
@@ -114,10 +106,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- unit user: search with more than 1,000 matches (walked)
@@ -132,10 +122,8 @@ WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.sear
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p
-  WHERE c._total <= 1000 AND p.id = ANY(ARRAY(SELECT p.id FROM _matches p ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))
-  ) p ON TRUE
+  LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
+  ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",15985,20,20]

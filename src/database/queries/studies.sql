@@ -35,10 +35,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: search with more than 1,000 matches (walked)
@@ -53,10 +51,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["final","silva",5995,15,0]
@@ -112,10 +108,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
@@ -130,10 +124,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","final","silva",5995,15,0]
@@ -189,10 +181,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
@@ -207,10 +197,8 @@ WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search
   _counted AS (SELECT count(*) AS _total FROM _matches)
   SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7) AS _version
   FROM _counted c
-  LEFT JOIN LATERAL (
-  SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s
-  WHERE c._total <= 1000 AND s.id = ANY(ARRAY(SELECT s.id FROM _matches s ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))
-  ) s ON TRUE
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva",5995,15,0]
