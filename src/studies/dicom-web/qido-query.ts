@@ -95,9 +95,9 @@ const SPELLINGS = ((): Map<string, string> => {
 /**
  * A QIDO-RS text match as a PostgreSQL regular expression that ignores case and accents: each
  * letter becomes the class of its spellings, `*` any run, `?` one character, anchored (a value
- * without wildcards is an exact match). pg_trgm's indexes answer such an expression (it takes the
- * trigrams of the classes' combinations), which the same match on an unaccented expression of the
- * column would not, without an index of its own.
+ * without wildcards is an exact match). It reads the column as the device wrote it, so that a
+ * DICOM-significant character (`^` between name components) matches as sent; the folded search_text
+ * only narrows the rows first (QidoRepository).
  */
 export function insensitiveRegex(value: string): string {
   let regex = '^';
