@@ -50,7 +50,7 @@ const DIRECT_OFFSET_MAX = 300;
  * The rows whose ids `select` gives (a page's, at most a few hundred), as a condition. An array
  * (computed once, then read through the primary key) rather than `IN (subquery)`: a semi-join makes
  * the planner weigh join orders and merge joins, which read the id's histogram and the primary key's
- * ends, on every statement; that was a third of a searched page's planning (0.15 of 0.4 ms).
+ * ends, on every statement: a quarter of a searched page's planning (0.42 against 0.31 ms, 32 connections).
  */
 const idsIn = (spec: ListSpec, select: string): string => `${spec.id} = ANY(ARRAY(${select}))`;
 
