@@ -95,9 +95,9 @@ const SPELLINGS = ((): Map<string, string> => {
 /**
  * A QIDO-RS text match as a PostgreSQL regular expression that ignores case and accents: each
  * letter becomes the class of its spellings, `*` any run, `?` one character, anchored (a value
- * without wildcards is an exact match). It reads the column as the device wrote it, so that a
- * DICOM-significant character (`^` between name components) matches as sent; the folded search_text
- * only narrows the rows first (QidoRepository).
+ * without wildcards is an exact match). It reads the field's own column, since the match is anchored
+ * to that one field (search_text joins three); the folded search_text only narrows the rows first
+ * (QidoRepository).
  */
 export function insensitiveRegex(value: string): string {
   let regex = '^';
