@@ -13,8 +13,8 @@ say() { printf '== %s\n' "$*"; }
 fail() { printf 'first run: %s\n' "$*" >&2; exit 1; }
 
 # --- Node.js ------------------------------------------------------------------------------------
-# A dependency (content-disposition 3, through @fastify/static) is an ES module that is require()d:
-# Node loads those by default from 20.19 and 22.12 on; older ones stop the API at its start.
+# The versions package.json's engines names, which CI runs: from 20.19 and 22.12 on Node can require()
+# an ES module, which new releases of dependencies increasingly are; older versions are not tested.
 command -v node >/dev/null 2>&1 || fail "Node.js is not installed (20.19 or newer is needed)"
 node -e 'const [major, minor] = process.versions.node.split(".").map(Number);
   process.exit((major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major >= 23 ? 0 : 1)' ||
