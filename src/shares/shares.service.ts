@@ -135,6 +135,8 @@ export class SharesService {
     const hash = tokenHash(token);
     // A standing share without a passcode opens in one statement; anything else is read first.
     const share = (await this.shares.useWithoutPasscode(hash)) ?? (await this.openAfterChecks(hash, passcode));
+    // The token reads in its creator's name and dies with their account: a share without one gives none.
+    if (!share.created_by_user_id) throw ShareErrors.unavailable();
     const secondsLeft = (new Date(share.expires_at).getTime() - Date.now()) / 1000;
     const viewerToken = await this.viewer.issueForShare(
       {
