@@ -78,7 +78,7 @@ export class ImgsrvClient {
   readonly http: AxiosInstance;
   /** Mutable so tests can shorten it. */
   retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
-  /** The whole of a rendering call (renderedJpeg), body included. Mutable so tests can shorten it. */
+  /** The whole of a rendering call (renderedJpeg, renderedBuffer), body included. Mutable so tests can shorten it. */
   renderedTimeoutMs = RENDERED_TIMEOUT_MS;
   private dicomWebKnown?: { value: boolean; until: number };
 
@@ -107,13 +107,18 @@ export class ImgsrvClient {
     return { contentType: String(response.headers['content-type'] ?? 'image/jpeg'), stream: response.data };
   }
 
-  /** A JPEG rendering of an instance in memory (thumbnails). Orthanc answers 415 when there is no image. */
+  /**
+   * A JPEG rendering of an instance in memory (thumbnails). Orthanc answers 415 when there is no
+   * image. Bounded as a whole, retries included, by renderedTimeoutMs: axios's `timeout` is the
+   * socket's idle time, which a body arriving a few bytes at a time never reaches.
+   */
   async renderedBuffer(imgsrvInstanceId: string, params: Record<string, string | number> = {}): Promise<Buffer> {
     const data = await this.get<ArrayBuffer>(`/instances/${id(imgsrvInstanceId)}/rendered`, {
       params,
       headers: { Accept: 'image/jpeg' },
       responseType: 'arraybuffer',
-      timeout: RENDERED_TIMEOUT_MS,
+      timeout: this.renderedTimeoutMs,
+      signal: AbortSignal.timeout(this.renderedTimeoutMs),
     });
     return Buffer.from(data);
   }
@@ -312,7 +317,9 @@ export class ImgsrvClient {
         return response.data;
       } catch (error) {
         const failure = toImgsrvError(error, path);
-        if (!failure.transient || attempt >= this.retryPolicy.retries) throw failure;
+        // Past the call's own bound (its signal), another try would only be cancelled again.
+        const boundPassed = (config.signal as AbortSignal | undefined)?.aborted;
+        if (!failure.transient || boundPassed || attempt >= this.retryPolicy.retries) throw failure;
         await sleep(backoffDelay(this.retryPolicy, attempt));
       }
     }

@@ -26,7 +26,10 @@ const CALLERS: Caller[] = ['user1', 'user2', 'tenantAdmin', 'otherAdmin', 'super
 interface FakeImgsrv {
   url: string;
   requests: Array<{ url: string; authorization?: string; accept?: string }>;
-  behaviour: Map<string, 'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'stallAfterHeaders' | 'empty'>;
+  behaviour: Map<
+    string,
+    'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'stallAfterHeaders' | 'trickle' | 'empty'
+  >;
   close(): Promise<void>;
 }
 
@@ -62,6 +65,17 @@ async function startFakeImgsrv(): Promise<FakeImgsrv> {
         res.flushHeaders();
         setTimeout(() => res.end(Buffer.from([0xff, 0xd8, 0xff])), 3_000).unref();
         return;
+      case 'trickle': {
+        // A byte every 100 ms for 3 s: the socket is never idle for long.
+        res.writeHead(200, { 'content-type': 'image/jpeg' });
+        const bytes = setInterval(() => res.write(Buffer.from([0])), 100);
+        setTimeout(() => {
+          clearInterval(bytes);
+          res.end(Buffer.from([0xff, 0xd8, 0xff]));
+        }, 3_000).unref();
+        res.on('close', () => clearInterval(bytes));
+        return;
+      }
       case 'empty':
         res.writeHead(200, { 'content-type': 'image/jpeg' }).end();
         return;
@@ -864,6 +878,22 @@ describe('Studies, series, instances and images', () => {
         expect(res.body).toEqual({ message: 'Image not available' });
       },
     );
+
+    it("bounds a thumbnail's rendering as a whole: a body that keeps trickling in is given up", async () => {
+      const client = t.app.get(ImgsrvClient);
+      const timeout = client.renderedTimeoutMs;
+      client.renderedTimeoutMs = 300;
+      try {
+        const { instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        imgsrv.behaviour.set(instance.imgsrv_instance_id, 'trickle');
+        const started = Date.now();
+        // Without the bound the trickle would end after 3 s with a whole body.
+        await expect(client.renderedBuffer(instance.imgsrv_instance_id)).rejects.toMatchObject({ status: undefined });
+        expect(Date.now() - started).toBeLessThan(2_500);
+      } finally {
+        client.renderedTimeoutMs = timeout;
+      }
+    });
 
     it('answers 404 {message: Image not available} once the timeout passes, even after the headers came', async () => {
       const client = t.app.get(ImgsrvClient);
