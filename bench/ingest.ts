@@ -146,7 +146,10 @@ function parseOptions(): Options {
 function kindOf(url: string): string {
   const path = url.split('?')[0];
   return path
-    .replace(/\/dicom-web\/studies\/[^/]+\/series\/[^/]+\/instances/, '/dicom-web/studies/{uid}/series/{uid}/instances')
+    .replace(
+      /\/dicom-web\/studies\/[^/]+\/series\/[^/]+\/instances(\/[^/]+)?/,
+      (_all, instance) => `/dicom-web/studies/{uid}/series/{uid}/instances${instance ? '/{uid}' : ''}`,
+    )
     .replace(/\/(studies|series|instances)\/[0-9a-f]{8}(-[0-9a-f]{8}){4}/g, '/$1/{id}');
 }
 

@@ -182,6 +182,10 @@ export interface SeriesSpec {
   columns?: number;
   /** mm, written to (0018,0050). */
   sliceThickness?: number;
+  /** (0028,0004); default MONOCHROME2. */
+  photometric?: string;
+  /** The VR Rows and Columns are written with; default US, the standard's (UL: a crafted file). */
+  dimensionsVr?: 'US' | 'UL';
 }
 
 export interface StudySpec extends PatientStudyFields {
@@ -277,9 +281,9 @@ function imageInstance(series: SeriesSpec, seriesUid: string, sopInstanceUid: st
     el(0x0020, 0x0032, 'DS', ['0', '0', String(number * thickness)]),
     el(0x0020, 0x0037, 'DS', ['1', '0', '0', '0', '1', '0']),
     el(0x0028, 0x0002, 'US', 1),
-    el(0x0028, 0x0004, 'CS', 'MONOCHROME2'),
-    el(0x0028, 0x0010, 'US', rows),
-    el(0x0028, 0x0011, 'US', columns),
+    el(0x0028, 0x0004, 'CS', series.photometric ?? 'MONOCHROME2'),
+    el(0x0028, 0x0010, series.dimensionsVr ?? 'US', rows),
+    el(0x0028, 0x0011, series.dimensionsVr ?? 'US', columns),
     el(0x0028, 0x0030, 'DS', ['0.5', '0.5']),
     el(0x0028, 0x0100, 'US', 16),
     el(0x0028, 0x0101, 'US', 12),

@@ -188,6 +188,19 @@ export class ImgsrvClient {
     return Array.isArray(data) ? data : [];
   }
 
+  /** WADO-RS: one instance's metadata (DICOM JSON, each element with the VR the file gives it). */
+  async instanceMetadata(
+    studyInstanceUid: string,
+    seriesInstanceUid: string,
+    sopInstanceUid: string,
+  ): Promise<DicomJsonDataset | null> {
+    const data = await this.get<DicomJsonDataset[] | ''>(
+      `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances/${id(sopInstanceUid)}/metadata`,
+      { headers: { Accept: 'application/dicom+json' } },
+    );
+    return Array.isArray(data) && data.length > 0 ? data[0] : null;
+  }
+
   /** One page of the change feed, after sequence number `since`. */
   async getChanges(since: number, limit: number): Promise<OrthancChanges> {
     return this.get<OrthancChanges>('/changes', { params: { since, limit } });

@@ -1,5 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ImgsrvClient, ImgsrvError, ImageGeometry, OrthancInstance, OrthancSeries } from '../imgsrv';
+import {
+  DicomJsonDataset,
+  imageTagsFromSimplified,
+  ImgsrvClient,
+  ImgsrvError,
+  ImageGeometry,
+  OrthancInstance,
+  OrthancSeries,
+  renderRefusal,
+} from '../imgsrv';
 import { mapWithConcurrency } from './concurrency';
 import {
   geometryFromQido,
@@ -101,7 +110,7 @@ export class IndexJobService {
       await this.repository.knownGeometry(study.id),
     );
     const geometryMs = clock();
-    const { studyThumbnail, seriesThumbnails } = await this.thumbnails(plans, geometry);
+    const { studyThumbnail, seriesThumbnails } = await this.thumbnails(study.study_instance_uid, plans, geometry);
     const thumbnailsMs = clock();
 
     const series: IndexedSeries[] = plans.map((p) => ({ ...p.fields, instance_count: p.instances.length }));
@@ -233,15 +242,32 @@ export class IndexJobService {
    * One thumbnail per image series, from its middle instance; the study's is the first image
    * series' one. A series without pixel data, or whose image the server cannot render (415 for a
    * PDF or an SR, another 4xx/5xx for an unsupported encoding), simply has none: a broken image
-   * must not keep the study out of the archive. Only a server that does not answer fails the job.
+   * must not keep the study out of the archive. Nor does one whose attributes would take the image
+   * server's decoder where it is unsafe (renderRefusal): it is not asked to decode it. Only a
+   * server that does not answer fails the job.
    */
-  private async thumbnails(plans: SeriesPlan[], geometry: Map<string, ImageGeometry>) {
+  /** The middle instance's image attributes that decide whether it is decoded (renderRefusal). */
+  private async imageTags(studyUid: string, plan: SeriesPlan, instance: InstanceFields): Promise<DicomJsonDataset> {
+    const seriesUid = plan.fields.series_instance_uid;
+    if (studyUid && seriesUid && instance.sop_instance_uid && (await this.imgsrv.hasDicomWeb())) {
+      const metadata = await this.imgsrv.instanceMetadata(studyUid, seriesUid, instance.sop_instance_uid);
+      if (metadata) return metadata;
+    }
+    return imageTagsFromSimplified(await this.imgsrv.getSimplifiedTags(instance.imgsrv_instance_id));
+  }
+
+  private async thumbnails(studyUid: string, plans: SeriesPlan[], geometry: Map<string, ImageGeometry>) {
     const seriesThumbnails = new Map<string, Buffer>();
     const made = await mapWithConcurrency(plans, RENDER_CONCURRENCY, async (plan) => {
       const middle = plan.instances[Math.floor(plan.instances.length / 2)];
       if (!middle || !geometry.get(middle.imgsrv_instance_id)?.rows) return null;
       let rendered: Buffer;
       try {
+        const refusal = renderRefusal(await this.imageTags(studyUid, plan, middle));
+        if (refusal) {
+          this.logger.warn(`no thumbnail for series ${plan.fields.imgsrv_series_id}: not decoded (${refusal})`);
+          return null;
+        }
         rendered = await this.imgsrv.renderedBuffer(middle.imgsrv_instance_id, { quality: 90 });
       } catch (error) {
         if ((error as ImgsrvError).status === undefined) throw error;

@@ -443,6 +443,31 @@ describe('Ingestion against a real Orthanc', () => {
     }
   });
 
+  it("makes no thumbnail of an image whose attributes would take the image server's decoder where it is unsafe", async () => {
+    const written = await writeStudy(path.join(workDir, 'crafted'), {
+      patientId: `C-${suffix}`,
+      patientName: 'CRAFT^CARA',
+      series: [
+        { modality: 'CT', seriesNumber: 1, instances: 1 },
+        // Rows and Columns as UL, which Orthanc 1.10's frame-size arithmetic overflows on (CVE-2026-5442).
+        { modality: 'CT', seriesNumber: 2, instances: 1, dimensionsVr: 'UL' },
+        { modality: 'CT', seriesNumber: 3, instances: 1, photometric: 'PALETTE COLOR' },
+      ],
+    });
+    const id = await send(written, DEVICE_AET);
+    const found = await indexed(id, 3);
+    await settled(id);
+    // What the guard reads is what the file says: the image server's WADO-RS metadata gives UL.
+    const metadata = await fetch(
+      `${orthanc.url}/dicom-web/studies/${written.studyInstanceUid}/series/${written.seriesUids[1]}/instances/${written.sopInstanceUids[1]}/metadata`,
+      { headers: { Authorization: basicAuth(orthanc.username, orthanc.password), Accept: 'application/dicom+json' } },
+    );
+    expect((await metadata.json())[0]['00280010']).toEqual({ vr: 'UL', Value: [128] });
+    const bySeriesNumber = new Map(found.series.map((s) => [s.series_number, s.id]));
+    expect(found.thumbnails.map((th) => th.series_id).sort()).toEqual([null, bySeriesNumber.get(1)].sort());
+    expect(found.instances.map((i) => i.rows)).toEqual([128, 128, 128]);
+  });
+
   it('lets a running index job finish when its worker shuts down, leaving the study complete', async () => {
     const written = await writeStudy(path.join(workDir, 'shutdown'), {
       patientId: `S-${suffix}`,
