@@ -238,14 +238,6 @@ export class IndexJobService {
     return result;
   }
 
-  /**
-   * One thumbnail per image series, from its middle instance; the study's is the first image
-   * series' one. A series without pixel data, or whose image the server cannot render (415 for a
-   * PDF or an SR, another 4xx/5xx for an unsupported encoding), simply has none: a broken image
-   * must not keep the study out of the archive. Nor does one whose attributes would take the image
-   * server's decoder where it is unsafe (renderRefusal): it is not asked to decode it. Only a
-   * server that does not answer fails the job.
-   */
   /** The middle instance's image attributes that decide whether it is decoded (renderRefusal). */
   private async imageTags(studyUid: string, plan: SeriesPlan, instance: InstanceFields): Promise<DicomJsonDataset> {
     const seriesUid = plan.fields.series_instance_uid;
@@ -256,6 +248,14 @@ export class IndexJobService {
     return imageTagsFromSimplified(await this.imgsrv.getSimplifiedTags(instance.imgsrv_instance_id));
   }
 
+  /**
+   * One thumbnail per image series, from its middle instance; the study's is the first image
+   * series' one. A series without pixel data, or whose image the server cannot render (415 for a
+   * PDF or an SR, another 4xx/5xx for an unsupported encoding), simply has none: a broken image
+   * must not keep the study out of the archive. Nor does one whose attributes would take the image
+   * server's decoder where it is unsafe (renderRefusal): it is not asked to decode it. Only a
+   * server that does not answer fails the job.
+   */
   private async thumbnails(studyUid: string, plans: SeriesPlan[], geometry: Map<string, ImageGeometry>) {
     const seriesThumbnails = new Map<string, Buffer>();
     const made = await mapWithConcurrency(plans, RENDER_CONCURRENCY, async (plan) => {
