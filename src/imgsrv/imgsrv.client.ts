@@ -11,6 +11,7 @@ import {
   OrthancSeries,
   OrthancStudy,
 } from './imgsrv.types';
+import { imageTagsFromSimplified, renderRefusal } from './decode-safety';
 
 export const RENDERED_TIMEOUT_MS = 20_000;
 
@@ -188,17 +189,26 @@ export class ImgsrvClient {
     return Array.isArray(data) ? data : [];
   }
 
-  /** WADO-RS: one instance's metadata (DICOM JSON, each element with the VR the file gives it). */
-  async instanceMetadata(
-    studyInstanceUid: string,
-    seriesInstanceUid: string,
-    sopInstanceUid: string,
-  ): Promise<DicomJsonDataset | null> {
-    const data = await this.get<DicomJsonDataset[] | ''>(
-      `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances/${id(sopInstanceUid)}/metadata`,
-      { headers: { Accept: 'application/dicom+json' } },
-    );
-    return Array.isArray(data) && data.length > 0 ? data[0] : null;
+  /**
+   * Why this instance's pixels must not be decoded by the image server, or null (decode-safety.ts).
+   * Its attributes come from WADO-RS metadata, which gives each element the VR the file gives it;
+   * without DICOMweb (or the instance's UIDs), from its simplified tags, values only.
+   */
+  async decodeRefusal(instance: {
+    imgsrvInstanceId: string;
+    studyInstanceUid: string;
+    seriesInstanceUid: string;
+    sopInstanceUid: string;
+  }): Promise<string | null> {
+    const { studyInstanceUid, seriesInstanceUid, sopInstanceUid } = instance;
+    if (studyInstanceUid && seriesInstanceUid && sopInstanceUid && (await this.hasDicomWeb())) {
+      const metadata = await this.get<DicomJsonDataset[] | ''>(
+        `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances/${id(sopInstanceUid)}/metadata`,
+        { headers: { Accept: 'application/dicom+json' } },
+      );
+      if (Array.isArray(metadata) && metadata.length > 0) return renderRefusal(metadata[0]);
+    }
+    return renderRefusal(imageTagsFromSimplified(await this.getSimplifiedTags(instance.imgsrvInstanceId)));
   }
 
   /** One page of the change feed, after sequence number `since`. */

@@ -1,14 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import {
-  DicomJsonDataset,
-  imageTagsFromSimplified,
-  ImgsrvClient,
-  ImgsrvError,
-  ImageGeometry,
-  OrthancInstance,
-  OrthancSeries,
-  renderRefusal,
-} from '../imgsrv';
+import { ImgsrvClient, ImgsrvError, ImageGeometry, OrthancInstance, OrthancSeries } from '../imgsrv';
 import { mapWithConcurrency } from './concurrency';
 import {
   geometryFromQido,
@@ -238,22 +229,12 @@ export class IndexJobService {
     return result;
   }
 
-  /** The middle instance's image attributes that decide whether it is decoded (renderRefusal). */
-  private async imageTags(studyUid: string, plan: SeriesPlan, instance: InstanceFields): Promise<DicomJsonDataset> {
-    const seriesUid = plan.fields.series_instance_uid;
-    if (studyUid && seriesUid && instance.sop_instance_uid && (await this.imgsrv.hasDicomWeb())) {
-      const metadata = await this.imgsrv.instanceMetadata(studyUid, seriesUid, instance.sop_instance_uid);
-      if (metadata) return metadata;
-    }
-    return imageTagsFromSimplified(await this.imgsrv.getSimplifiedTags(instance.imgsrv_instance_id));
-  }
-
   /**
    * One thumbnail per image series, from its middle instance; the study's is the first image
    * series' one. A series without pixel data, or whose image the server cannot render (415 for a
    * PDF or an SR, another 4xx/5xx for an unsupported encoding), simply has none: a broken image
    * must not keep the study out of the archive. Nor does one whose attributes would take the image
-   * server's decoder where it is unsafe (renderRefusal): it is not asked to decode it. Only a
+   * server's decoder where it is unsafe (ImgsrvClient.decodeRefusal): it is not asked to decode it. Only a
    * server that does not answer fails the job.
    */
   private async thumbnails(studyUid: string, plans: SeriesPlan[], geometry: Map<string, ImageGeometry>) {
@@ -263,7 +244,12 @@ export class IndexJobService {
       if (!middle || !geometry.get(middle.imgsrv_instance_id)?.rows) return null;
       let rendered: Buffer;
       try {
-        const refusal = renderRefusal(await this.imageTags(studyUid, plan, middle));
+        const refusal = await this.imgsrv.decodeRefusal({
+          imgsrvInstanceId: middle.imgsrv_instance_id,
+          studyInstanceUid: studyUid,
+          seriesInstanceUid: plan.fields.series_instance_uid,
+          sopInstanceUid: middle.sop_instance_uid,
+        });
         if (refusal) {
           this.logger.warn(`no thumbnail for series ${plan.fields.imgsrv_series_id}: not decoded (${refusal})`);
           return null;
