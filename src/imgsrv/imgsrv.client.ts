@@ -94,16 +94,21 @@ export class ImgsrvClient {
 
   /**
    * A JPEG rendering of an instance, streamed (not buffered); rejects on any non-2xx answer. The
-   * whole call, body included, is bounded by renderedTimeoutMs: axios's `timeout` alone stops
-   * counting once the headers of a streamed answer arrive, so a body that stalls would hang.
+   * whole call, body included, is bounded by renderedTimeoutMs (or by `deadline`, a bound shared with
+   * the calls before it): axios's `timeout` alone stops counting once the headers of a streamed
+   * answer arrive, so a body that stalls would hang.
    */
-  async renderedJpeg(imgsrvInstanceId: string, params: Record<string, string | number> = {}): Promise<RenderedImage> {
+  async renderedJpeg(
+    imgsrvInstanceId: string,
+    params: Record<string, string | number> = {},
+    deadline?: AbortSignal,
+  ): Promise<RenderedImage> {
     const response = await this.http.get<Readable>(`/instances/${encodeURIComponent(imgsrvInstanceId)}/rendered`, {
       params,
       headers: { Accept: 'image/jpeg' },
       responseType: 'stream',
       timeout: this.renderedTimeoutMs,
-      signal: AbortSignal.timeout(this.renderedTimeoutMs),
+      signal: deadline ?? AbortSignal.timeout(this.renderedTimeoutMs),
     });
     return { contentType: String(response.headers['content-type'] ?? 'image/jpeg'), stream: response.data };
   }
@@ -151,17 +156,19 @@ export class ImgsrvClient {
   }
 
   /** All tags of one instance by name (the slow path when DICOMweb is not available). */
-  async getSimplifiedTags(imgsrvInstanceId: string): Promise<Record<string, unknown> | null> {
-    return this.orNull(() => this.get<Record<string, unknown>>(`/instances/${id(imgsrvInstanceId)}/simplified-tags`));
+  async getSimplifiedTags(imgsrvInstanceId: string, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
+    return this.orNull(() =>
+      this.get<Record<string, unknown>>(`/instances/${id(imgsrvInstanceId)}/simplified-tags`, { signal }),
+    );
   }
 
   /** Whether the DICOMweb plugin answers; remembered for a minute. */
-  async hasDicomWeb(): Promise<boolean> {
+  async hasDicomWeb(signal?: AbortSignal): Promise<boolean> {
     const now = Date.now();
     if (this.dicomWebKnown && this.dicomWebKnown.until > now) return this.dicomWebKnown.value;
     let value: boolean;
     try {
-      const plugins = await this.get<unknown>('/plugins');
+      const plugins = await this.get<unknown>('/plugins', { signal });
       value = Array.isArray(plugins) && plugins.includes('dicom-web');
     } catch (error) {
       if ((error as ImgsrvError).transient) throw error;
@@ -192,23 +199,23 @@ export class ImgsrvClient {
   /**
    * Why this instance's pixels must not be decoded by the image server, or null (decode-safety.ts).
    * Its attributes come from WADO-RS metadata, which gives each element the VR the file gives it;
-   * without DICOMweb (or the instance's UIDs), from its simplified tags, values only.
+   * without DICOMweb (or the instance's UIDs), from its simplified tags, values only; without either,
+   * the instance is refused. `signal` bounds the calls (and stops their retries).
    */
-  async decodeRefusal(instance: {
-    imgsrvInstanceId: string;
-    studyInstanceUid: string;
-    seriesInstanceUid: string;
-    sopInstanceUid: string;
-  }): Promise<string | null> {
+  async decodeRefusal(
+    instance: { imgsrvInstanceId?: string; studyInstanceUid: string; seriesInstanceUid: string; sopInstanceUid: string },
+    signal?: AbortSignal,
+  ): Promise<string | null> {
     const { studyInstanceUid, seriesInstanceUid, sopInstanceUid } = instance;
-    if (studyInstanceUid && seriesInstanceUid && sopInstanceUid && (await this.hasDicomWeb())) {
+    if (studyInstanceUid && seriesInstanceUid && sopInstanceUid && (await this.hasDicomWeb(signal))) {
       const metadata = await this.get<DicomJsonDataset[] | ''>(
         `/dicom-web/studies/${id(studyInstanceUid)}/series/${id(seriesInstanceUid)}/instances/${id(sopInstanceUid)}/metadata`,
-        { headers: { Accept: 'application/dicom+json' } },
+        { headers: { Accept: 'application/dicom+json' }, signal },
       );
       if (Array.isArray(metadata) && metadata.length > 0) return renderRefusal(metadata[0]);
     }
-    return renderRefusal(imageTagsFromSimplified(await this.getSimplifiedTags(instance.imgsrvInstanceId)));
+    if (!instance.imgsrvInstanceId) return 'its attributes could not be read';
+    return renderRefusal(imageTagsFromSimplified(await this.getSimplifiedTags(instance.imgsrvInstanceId, signal)));
   }
 
   /** One page of the change feed, after sequence number `since`. */

@@ -116,7 +116,11 @@ export class StudiesController {
   @ApiOperation({ summary: 'A JPEG rendering of an instance (instance id) of the study, from the image server' })
   @ApiProduces('image/jpeg')
   @ApiOkResponse(BINARY_JPEG)
-  @ApiNotFoundResponse({ description: '`{message: "Image not available"}` on any failure' })
+  @ApiNotFoundResponse({
+    description:
+      '`{message: "Image not available"}` on any failure, and for an image whose attributes the image ' +
+      "server's decoders are unsafe on (docs/security.md)",
+  })
   async rendered(
     @CallerScope() scope: DataScope,
     // Not UuidParam: every failure of this route, a malformed id included, has the same body.

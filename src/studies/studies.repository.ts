@@ -31,6 +31,14 @@ export interface StudyFilter {
   reportStatus?: ReportStatus;
 }
 
+/** An instance as the image server knows it: its id there and its UIDs (ImgsrvClient.decodeRefusal). */
+export interface RenderedInstanceRef {
+  imgsrvInstanceId: string;
+  studyInstanceUid: string;
+  seriesInstanceUid: string;
+  sopInstanceUid: string;
+}
+
 export interface ThumbnailImage {
   contentType: string;
   data: Buffer;
@@ -297,16 +305,19 @@ export class StudiesRepository {
     return rows.flatMap((row) => (row.part === null ? [] : [row.part]));
   }
 
-  /** The image server's id of an instance whose series belongs to that study, the study in scope. */
-  async findImgsrvInstanceId(scope: DataScope, studyId: string, instanceId: string): Promise<string | null> {
+  /** An instance whose series belongs to that study, the study in scope: what its rendering asks the image server. */
+  async findRenderedInstance(scope: DataScope, studyId: string, instanceId: string): Promise<RenderedInstanceRef | null> {
     const row = await this.scoped(scope)
       .innerJoin(Series, 'se', 'se.study_id = s.id')
       .innerJoin(Instance, 'i', 'i.series_id = se.id')
       .andWhere('s.id = :studyId', { studyId })
       .andWhere('i.id = :instanceId', { instanceId })
-      .select('i.imgsrv_instance_id', 'imgsrv_instance_id')
-      .getRawOne<{ imgsrv_instance_id: string }>();
-    return row?.imgsrv_instance_id ?? null;
+      .select('i.imgsrv_instance_id', 'imgsrvInstanceId')
+      .addSelect('s.study_instance_uid', 'studyInstanceUid')
+      .addSelect('se.series_instance_uid', 'seriesInstanceUid')
+      .addSelect('i.sop_instance_uid', 'sopInstanceUid')
+      .getRawOne<RenderedInstanceRef>();
+    return row ?? null;
   }
 
   /**

@@ -40,15 +40,21 @@ export class StudyImagesService {
   /**
    * The image server's JPEG rendering of an instance of the study. Any failure (ids that are not
    * uuids, a study or instance outside the scope, the image server down, slow past 20 s, or refusing
-   * the instance) is the same 404. The body is streamed: only its first chunk is awaited, so that an
-   * upstream failure before any byte still becomes a 404 rather than a broken 200.
+   * the instance) is the same 404, and so is an instance whose attributes the image server's decoders
+   * fail on (ImgsrvClient.decodeRefusal: one metadata call first). The body is streamed: only its
+   * first chunk is awaited, so that an upstream failure before any byte still becomes a 404 rather
+   * than a broken 200.
    */
   async rendered(scope: DataScope, studyId: string, instanceId: string): Promise<ImageStream> {
     if (!isUUID(studyId) || !isUUID(instanceId)) throw Errors.imageNotAvailable();
-    const imgsrvInstanceId = await this.studies.findImgsrvInstanceId(scope, studyId, instanceId);
-    if (!imgsrvInstanceId) throw Errors.imageNotAvailable();
+    const instance = await this.studies.findRenderedInstance(scope, studyId, instanceId);
+    if (!instance) throw Errors.imageNotAvailable();
     try {
-      const image = await this.imgsrv.renderedJpeg(imgsrvInstanceId);
+      // The contract's 20 s bound the whole exchange with the image server, the check included.
+      const deadline = AbortSignal.timeout(this.imgsrv.renderedTimeoutMs);
+      const refusal = await this.imgsrv.decodeRefusal(instance, deadline);
+      if (refusal) throw new Error(`not decoded: ${refusal}`);
+      const image = await this.imgsrv.renderedJpeg(instance.imgsrvInstanceId, {}, deadline);
       return { contentType: image.contentType, body: await startedStream(image.stream) };
     } catch (error) {
       this.logger.warn(`Rendering instance ${instanceId} failed: ${(error as Error)?.message ?? error}`);

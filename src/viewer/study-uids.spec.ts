@@ -1,4 +1,4 @@
-import { ALLOWED_QUERY_KEYS, extractStudyUids, MAX_UIDS_PER_REQUEST, STUDY_FILTER_KEYS } from './study-uids';
+import { ALLOWED_QUERY_KEYS, extractStudyUids, MAX_UIDS_PER_REQUEST, renderingOf, STUDY_FILTER_KEYS } from './study-uids';
 
 const A = '1.2.840.113619.2.55.3.1';
 const B = '2.25.123456789012345678901234567890';
@@ -207,3 +207,40 @@ describe('rendering parameter values (decisions.md "Values are checked too")', (
 function uids(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `1.2.3.${i}`);
 }
+
+describe('renderingOf: which requests have the image server decode an image', () => {
+  const instance = `/dicom-web/studies/${A}/series/1.2/instances/3.4`;
+
+  it.each([
+    ['an instance', `${instance}/rendered`],
+    ['an instance, with rendering values', `${instance}/rendered?viewport=64,64&quality=80`],
+    ['a frame', `${instance}/frames/1/rendered`],
+    ['a frame list', `${instance}/frames/1,2/rendered?quality=90`],
+  ])('names the instance of %s', (_, uri) => {
+    expect(renderingOf(uri)).toEqual({ study: A, series: '1.2', instance: '3.4' });
+  });
+
+  it.each([
+    // Served by the DICOMweb plugin 1.7 (measured): the plugin picks the instance.
+    ['a study', `/dicom-web/studies/${A}/rendered`],
+    ['a series', `/dicom-web/studies/${A}/series/1.2/rendered?quality=90`],
+    ['a thumbnail', `${instance}/thumbnail`],
+    ['a frame thumbnail', `${instance}/frames/1/thumbnail`],
+    ['another case', `${instance}/Rendered`],
+    ['a segment after it', `${instance}/rendered/1`],
+    ['frames without a number', `${instance}/frames/rendered`],
+    ['an instance that is not a UID', `/dicom-web/studies/${A}/series/1.2/instances/x/rendered`],
+  ])('calls %s whole (the gate refuses it)', (_, uri) => {
+    expect(renderingOf(uri)).toBe('whole');
+  });
+
+  it.each([
+    ['metadata', `${instance}/metadata`],
+    ['a frame', `${instance}/frames/1`],
+    ['a search', `/dicom-web/studies?StudyInstanceUID=${A}&quality=90`],
+    ['a UID that spells it', `/dicom-web/studies/${A}/series/1.2/instances/3.4/bulkdata/renderedx`],
+    ['the word in the query only', `${instance}/metadata?x=/rendered`],
+  ])('is null for %s', (_, uri) => {
+    expect(renderingOf(uri)).toBeNull();
+  });
+});

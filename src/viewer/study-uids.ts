@@ -206,3 +206,34 @@ export function extractStudyUids(originalUri: string | undefined | null): string
 function isUid(text: string): boolean {
   return text.length > 0 && text.length <= MAX_UID_LENGTH && UID.test(text);
 }
+
+/** An instance the image server is asked to decode (its UIDs, from the path). */
+export interface RenderedInstance {
+  study: string;
+  series: string;
+  instance: string;
+}
+
+/** Path segments that have the DICOMweb plugin decode pixels (`thumbnail`: WADO-RS's, in later plugins). */
+const DECODING_SEGMENT = /\/(rendered|thumbnail)(\/|$)/i;
+
+/**
+ * Whether a DICOMweb request, already allowed by extractStudyUids, has the image server decode an
+ * image (WADO-RS Retrieve Rendered): null when it does not; the instance's UIDs for an instance's or
+ * a frame's rendering (the paths the plugin serves, matched case-sensitively as it does); 'whole'
+ * for any other path with such a segment, in any case: a study's or a series' rendering, whose
+ * instance the plugin picks itself, or a spelling the plugin does not serve. The gate refuses
+ * 'whole' and checks an instance before it is decoded (docs/security.md, "The image server's decoders").
+ */
+export function renderingOf(originalUri: string): RenderedInstance | 'whole' | null {
+  const queryAt = originalUri.indexOf('?');
+  const path = originalUri.slice(DICOMWEB_ROOT.length - 1, queryAt === -1 ? undefined : queryAt);
+  if (!DECODING_SEGMENT.test(path)) return null;
+  const s = path.split('/');
+  const instanceShape = s.length === 8 || (s.length === 10 && s[7] === 'frames');
+  const named = s[1] === 'studies' && s[3] === 'series' && s[5] === 'instances' && s[s.length - 1] === 'rendered';
+  if (instanceShape && named && isUid(s[2]) && isUid(s[4]) && isUid(s[6])) {
+    return { study: s[2], series: s[4], instance: s[6] };
+  }
+  return 'whole';
+}

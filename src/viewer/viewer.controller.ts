@@ -55,7 +55,8 @@ export class ViewerController {
       '`0020-000D`; once; UIDs separated by `,`). An unknown query key, a raw `#` or `\\`, a search without ' +
       'the filter, an unknown UID, a wildcard or more than 50 UIDs is 403; so is a rendering parameter out of ' +
       'bounds (`viewport` 2 or 6 integers, width and height at most 4096; `quality` 1-100; `window` three ' +
-      'numbers). A credential that names more than VIEWER_REFUSED_UIDS_PER_MINUTE study UIDs it cannot read ' +
+      'numbers), a rendering (`/rendered`) of a study or a series, and one of an instance whose attributes ' +
+      'the image server\'s decoders are unsafe on (asked of the image server first). A credential that names more than VIEWER_REFUSED_UIDS_PER_MINUTE study UIDs it cannot read ' +
       'in a minute is refused (403) until the minute is over.',
   })
   @ApiHeader({ name: 'X-Viewer-Token', required: false })

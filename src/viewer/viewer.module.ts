@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth';
+import { ImgsrvModule } from '../imgsrv';
 import { MetricsModule } from '../operations';
 import { StudiesModule } from '../studies';
 import { StudyPlacesCache } from './study-places.cache';
@@ -7,11 +8,12 @@ import { ViewerController } from './viewer.controller';
 import { ViewerService } from './viewer.service';
 import { ValidateRawRoute } from './validate.raw-route';
 import { RefusedUidLimit } from './refused-uid-limit';
+import { RenderingGate } from './rendering-gate';
 
 @Module({
-  imports: [AuthModule, MetricsModule, StudiesModule],
+  imports: [AuthModule, ImgsrvModule, MetricsModule, StudiesModule],
   controllers: [ViewerController],
-  providers: [ViewerService, StudyPlacesCache, ValidateRawRoute, RefusedUidLimit],
+  providers: [ViewerService, StudyPlacesCache, ValidateRawRoute, RefusedUidLimit, RenderingGate],
   // ViewerService.issueToken: the shares feature issues its tokens through it.
   exports: [ViewerService],
 })

@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/environment';
 import type { StudiesRepository, StudyPlace } from '../studies';
 import { StudyPlacesCache } from './study-places.cache';
 import type { RefusedUidLimit } from './refused-uid-limit';
+import type { RenderingGate } from './rendering-gate';
 import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
 import { ALLOW, credentialOf, FORBIDDEN, INVALID_TOKEN, MISSING_TOKEN, ViewerService } from './viewer.service';
 
@@ -54,6 +55,7 @@ function build(overrides: {
   tokens?: Partial<TokenService>;
   metrics?: { viewerValidation: jest.Mock };
   limit?: FakeRefusedUidLimit;
+  renderingAllowed?: boolean;
 } = {}) {
   const session: ViewerSession = {
     user_id: 'user-1',
@@ -79,6 +81,7 @@ function build(overrides: {
   };
   const limit = overrides.limit ?? new FakeRefusedUidLimit();
   const trail = { opened: jest.fn() };
+  const renderings = { allows: jest.fn(async () => overrides.renderingAllowed ?? true) };
   const service = new ViewerService(
     { VIEWER_TOKEN_TTL: 600, JWT_SECRET: SECRET } as AppConfig,
     redis as unknown as Redis,
@@ -88,9 +91,10 @@ function build(overrides: {
     (overrides.tokens ?? {}) as TokenService,
     limit as unknown as RefusedUidLimit,
     trail as unknown as ViewTrail,
+    renderings as unknown as RenderingGate,
     overrides.metrics as never,
   );
-  return { service, redis, accounts, studies, limit, trail, records, session };
+  return { service, redis, accounts, studies, limit, trail, records, session, renderings };
 }
 
 describe('ViewerService.validate', () => {
@@ -182,6 +186,33 @@ describe('ViewerService.validate', () => {
   });
 });
 
+describe('ViewerService.validate of a rendering', () => {
+  const instance = `${URI}/series/1.2/instances/1.3/frames/1/rendered?quality=90`;
+
+  it('allows it when RenderingGate does, with the instance named in the path', async () => {
+    const { service, renderings, trail } = build();
+    expect(await service.validate(h(TOKEN, instance))).toBe(ALLOW);
+    expect(renderings.allows).toHaveBeenCalledWith({ study: UID, series: '1.2', instance: '1.3' });
+    expect(trail.opened).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses it when RenderingGate does, leaving no study.view and no refused UID', async () => {
+    const limit = new FakeRefusedUidLimit();
+    const { service, renderings, trail } = build({ renderingAllowed: false, limit });
+    expect(await service.validate(h(TOKEN, instance))).toBe(FORBIDDEN);
+    expect(await service.validate(h(TOKEN, `${URI}/rendered`))).toBe(FORBIDDEN);
+    expect(renderings.allows.mock.calls).toEqual([[{ study: UID, series: '1.2', instance: '1.3' }], ['whole']]);
+    expect(trail.opened).not.toHaveBeenCalled();
+    expect(limit.counts.size).toBe(0);
+  });
+
+  it('asks nothing of the image server for a study the reader does not reach', async () => {
+    const { service, renderings } = build({ placesOf: async () => new Map([[UID, at('tenant-b')]]) });
+    expect(await service.validate(h(TOKEN, instance))).toBe(FORBIDDEN);
+    expect(renderings.allows).not.toHaveBeenCalled();
+  });
+});
+
 describe('ViewerService.validateNow (the answer from process memory)', () => {
   const OTHER_UID = '1.2.3.5';
 
@@ -234,6 +265,15 @@ describe('ViewerService.validateNow (the answer from process memory)', () => {
     const { service } = build({ account: async () => null });
     expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
     expect(service.validateNow(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+  });
+
+  it('has no answer for a rendering: the image server is asked about the instance first', async () => {
+    const { service, renderings, trail } = build();
+    await service.validate(h(TOKEN, URI));
+    expect(service.validateNow(h(TOKEN, `${URI}/series/1.2/instances/1.3/rendered`))).toBeUndefined();
+    expect(service.validateNow(h(TOKEN, `${URI}/rendered`))).toBeUndefined();
+    expect(renderings.allows).not.toHaveBeenCalled();
+    expect(trail.opened).toHaveBeenCalledTimes(1);
   });
 
   it('reports its outcomes like validate, the study lookup as a cache hit', async () => {

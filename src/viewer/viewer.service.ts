@@ -15,7 +15,8 @@ import { AppConfig } from '../config/environment';
 import { MetricsService, ViewerValidationResult } from '../operations';
 import { StudiesRepository, StudyPlace } from '../studies';
 import { ViewerTokenDto } from './dto/issue-viewer-token.dto';
-import { extractStudyUids } from './study-uids';
+import { extractStudyUids, renderingOf } from './study-uids';
+import { RenderingGate } from './rendering-gate';
 import { StudyPlaces, StudyPlacesCache } from './study-places.cache';
 import { RefusedUidLimit } from './refused-uid-limit';
 import { ViewerSession, ViewerTokenRecords } from './viewer-token-record';
@@ -106,6 +107,7 @@ export class ViewerService {
     private readonly tokens: TokenService,
     private readonly refusedUids: RefusedUidLimit,
     private readonly trail: ViewTrail,
+    private readonly renderings: RenderingGate,
     @Optional() private readonly metrics?: MetricsService,
   ) {
     this.records = new ViewerTokenRecords(config.JWT_SECRET);
@@ -241,11 +243,16 @@ export class ViewerService {
     const reader = this.readerOf(token, session, account);
     if (!reader) return { verdict: INVALID_TOKEN };
     if (this.refusedUids.blocked(reader.credentialId)) return { verdict: FORBIDDEN };
-    const uids = extractStudyUids(originalUriOf(headers));
+    const uri = originalUriOf(headers);
+    const uids = extractStudyUids(uri);
     if (!uids) return { verdict: FORBIDDEN };
     const places = this.studyPlaces.peek(uids);
     if (!places) return undefined;
-    return { verdict: this.judge(reader, uids, places, ip), cacheHit: true };
+    if (!this.reaches(reader, uids, places)) return { verdict: FORBIDDEN, cacheHit: true };
+    // A rendering asks the image server first (RenderingGate).
+    if (renderingOf(uri!) !== null) return undefined;
+    this.trail.opened(reader, places.values(), ip);
+    return { verdict: ALLOW, cacheHit: true };
   }
 
   private async decide(headers: IncomingHttpHeaders, ip: () => string | undefined): Promise<Outcome> {
@@ -261,33 +268,37 @@ export class ViewerService {
     if (!reader) return { verdict: INVALID_TOKEN };
     if (this.refusedUids.blocked(reader.credentialId)) return { verdict: FORBIDDEN };
 
-    const uids = extractStudyUids(originalUriOf(headers));
+    const uri = originalUriOf(headers);
+    const uids = extractStudyUids(uri);
     if (!uids) return { verdict: FORBIDDEN };
+    let found: { places: Map<string, StudyPlaces>; hit: boolean };
     try {
-      const { places, hit } = await this.studyPlaces.placesOf(uids);
-      return { verdict: this.judge(reader, uids, places, ip), cacheHit: hit };
+      found = await this.studyPlaces.placesOf(uids);
     } catch (error) {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
       return { verdict: FORBIDDEN, cacheHit: false };
     }
+    const { places, hit } = found;
+    if (!this.reaches(reader, uids, places)) return { verdict: FORBIDDEN, cacheHit: hit };
+    const rendering = renderingOf(uri!);
+    if (rendering !== null && !(await this.renderings.allows(rendering))) return { verdict: FORBIDDEN, cacheHit: hit };
+    // An allowed request leaves its `study.view`.
+    this.trail.opened(reader, places.values(), ip);
+    return { verdict: ALLOW, cacheHit: hit };
   }
 
   /**
-   * A UID held in several places is served by the image server as one study: all or nothing. Every
-   * UID refused counts towards the reader's limit; an allowed request leaves its `study.view`.
+   * Whether the reader reaches every UID. A UID held in several places is served by the image server
+   * as one study: all or nothing. Every UID refused counts towards the reader's limit.
    */
-  private judge(reader: Reader, uids: string[], places: Map<string, StudyPlaces>, ip: () => string | undefined): Verdict {
+  private reaches(reader: Reader, uids: string[], places: Map<string, StudyPlaces>): boolean {
     let refused = 0;
     for (const uid of uids) {
       const held = places.get(uid);
       if (!held || held.length === 0 || !held.every(reader.reaches)) refused++;
     }
-    if (refused > 0) {
-      void this.refusedUids.refused(reader.credentialId, refused);
-      return FORBIDDEN;
-    }
-    this.trail.opened(reader, places.values(), ip);
-    return ALLOW;
+    if (refused > 0) void this.refusedUids.refused(reader.credentialId, refused);
+    return refused === 0;
   }
 
   private async viewerTokenReader(token: string): Promise<Reader | null> {

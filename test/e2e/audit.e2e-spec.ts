@@ -114,9 +114,19 @@ describe('Access log (who opened which study, image or viewer token)', () => {
   let closed = false;
 
   beforeAll(async () => {
-    // Stands in for the image server: every instance renders as the same small JPEG.
+    // Stands in for the image server: every instance is a small grey image (its simplified tags,
+    // read before a rendering) and renders as the same small JPEG.
     imageServer = http.createServer((req, res) => {
-      if (/^\/instances\/[^/]+\/rendered/.test(req.url ?? '')) {
+      if (/^\/instances\/[^/]+\/simplified-tags$/.test(req.url ?? '')) {
+        const image = {
+          Rows: '16',
+          Columns: '16',
+          SamplesPerPixel: '1',
+          BitsAllocated: '16',
+          PhotometricInterpretation: 'MONOCHROME2',
+        };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(image));
+      } else if (/^\/instances\/[^/]+\/rendered/.test(req.url ?? '')) {
         res.writeHead(200, { 'content-type': 'image/jpeg' }).end(fakeJpeg('rendered'));
       } else {
         res.writeHead(404).end();

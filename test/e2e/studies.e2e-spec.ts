@@ -21,14 +21,24 @@ const CALLERS: Caller[] = ['user1', 'user2', 'tenantAdmin', 'otherAdmin', 'super
 
 /**
  * Stands in for Orthanc's `/instances/{id}/rendered`: a JPEG by default, or the failure registered
- * for that image-server instance id. Records what it was asked.
+ * for that image-server instance id; and for what the API reads before a rendering (no DICOMweb in
+ * `/plugins`, so `/instances/{id}/simplified-tags`: a 16-bit grey image, a PALETTE COLOR one, or no
+ * answer for 3 s). Records what it was asked.
  */
 interface FakeImgsrv {
   url: string;
   requests: Array<{ url: string; authorization?: string; accept?: string }>;
   behaviour: Map<
     string,
-    'error500' | 'unsupported415' | 'hangup' | 'breakAfterHeaders' | 'stallAfterHeaders' | 'trickle' | 'empty'
+    | 'error500'
+    | 'unsupported415'
+    | 'hangup'
+    | 'breakAfterHeaders'
+    | 'stallAfterHeaders'
+    | 'trickle'
+    | 'empty'
+    | 'paletteColor'
+    | 'stallTags'
   >;
   close(): Promise<void>;
 }
@@ -38,6 +48,28 @@ async function startFakeImgsrv(): Promise<FakeImgsrv> {
   const behaviour: FakeImgsrv['behaviour'] = new Map();
   const server = http.createServer((req, res) => {
     requests.push({ url: req.url ?? '', authorization: req.headers.authorization, accept: req.headers.accept });
+    if (req.url === '/plugins') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+      return;
+    }
+    const tags = /^\/instances\/([^/?]+)\/simplified-tags$/.exec(req.url ?? '');
+    if (tags) {
+      const kind = behaviour.get(decodeURIComponent(tags[1]));
+      if (kind === 'stallTags') {
+        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 3_000).unref();
+        return;
+      }
+      const photometric = kind === 'paletteColor' ? 'PALETTE COLOR' : 'MONOCHROME2';
+      const image = {
+        Rows: '16',
+        Columns: '16',
+        SamplesPerPixel: '1',
+        BitsAllocated: '16',
+        PhotometricInterpretation: photometric,
+      };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(image));
+      return;
+    }
     const match = /^\/instances\/([^/?]+)\/rendered/.exec(req.url ?? '');
     if (!match) {
       res.writeHead(404).end();
@@ -825,6 +857,18 @@ describe('Studies, series, instances and images', () => {
   });
 
   describe('GET /api/studies/{id}/instances/{instance}/rendered', () => {
+    /** Runs `body` with the image server's rendering bound (20 s) shortened to 300 ms. */
+    const withShortRenderingBound = async (body: (client: ImgsrvClient) => Promise<void>) => {
+      const client = t.app.get(ImgsrvClient);
+      const timeout = client.renderedTimeoutMs;
+      client.renderedTimeoutMs = 300;
+      try {
+        await body(client);
+      } finally {
+        client.renderedTimeoutMs = timeout;
+      }
+    };
+
     it("streams the image server's JPEG with its content type and no-cache, private", async () => {
       const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
       imgsrv.requests.length = 0;
@@ -833,14 +877,35 @@ describe('Studies, series, instances and images', () => {
       expect(res.headers['content-type']).toBe('image/jpeg');
       expect(res.headers['cache-control']).toBe('no-cache, private');
       expect(res.raw).toEqual(renderedBytes(instance.imgsrv_instance_id));
-      expect(imgsrv.requests).toEqual([
-        {
-          url: `/instances/${instance.imgsrv_instance_id}/rendered`,
-          authorization: `Basic ${Buffer.from('svc:svc-secret').toString('base64')}`,
-          accept: 'image/jpeg',
-        },
+      const authorization = `Basic ${Buffer.from('svc:svc-secret').toString('base64')}`;
+      // `/plugins` is asked once a minute.
+      expect(imgsrv.requests.filter((request) => request.url !== '/plugins')).toEqual([
+        { url: `/instances/${instance.imgsrv_instance_id}/simplified-tags`, authorization, accept: expect.any(String) },
+        { url: `/instances/${instance.imgsrv_instance_id}/rendered`, authorization, accept: 'image/jpeg' },
       ]);
     });
+
+    it("answers 404 {message: Image not available} for an image the image server's decoders fail on, and never asks for it", async () => {
+      const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      imgsrv.behaviour.set(instance.imgsrv_instance_id, 'paletteColor');
+      imgsrv.requests.length = 0;
+      const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: 'Image not available' });
+      expect(imgsrv.requests.map((request) => request.url)).not.toContain(`/instances/${instance.imgsrv_instance_id}/rendered`);
+    });
+
+    it('bounds the check and the rendering together: attributes that never come are a 404 within the timeout', () =>
+      withShortRenderingBound(async () => {
+        const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        imgsrv.behaviour.set(instance.imgsrv_instance_id, 'stallTags');
+        const started = Date.now();
+        const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual({ message: 'Image not available' });
+        // The tags would come after 3 s; retries past the bound would add more.
+        expect(Date.now() - started).toBeLessThan(2_500);
+      }));
 
     it('answers 404 {message: Image not available} for an instance of another study of the same unit', async () => {
       const a = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
@@ -879,37 +944,25 @@ describe('Studies, series, instances and images', () => {
       },
     );
 
-    it("bounds a thumbnail's rendering as a whole: a body that keeps trickling in is given up", async () => {
-      const client = t.app.get(ImgsrvClient);
-      const timeout = client.renderedTimeoutMs;
-      client.renderedTimeoutMs = 300;
-      try {
+    it("bounds a thumbnail's rendering as a whole: a body that keeps trickling in is given up", () =>
+      withShortRenderingBound(async (client) => {
         const { instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
         imgsrv.behaviour.set(instance.imgsrv_instance_id, 'trickle');
         const started = Date.now();
         // Without the bound the trickle would end after 3 s with a whole body.
         await expect(client.renderedBuffer(instance.imgsrv_instance_id)).rejects.toMatchObject({ status: undefined });
         expect(Date.now() - started).toBeLessThan(2_500);
-      } finally {
-        client.renderedTimeoutMs = timeout;
-      }
-    });
+      }));
 
-    it('answers 404 {message: Image not available} once the timeout passes, even after the headers came', async () => {
-      const client = t.app.get(ImgsrvClient);
-      const timeout = client.renderedTimeoutMs;
-      client.renderedTimeoutMs = 300;
-      try {
+    it('answers 404 {message: Image not available} once the timeout passes, even after the headers came', () =>
+      withShortRenderingBound(async () => {
         const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
         imgsrv.behaviour.set(instance.imgsrv_instance_id, 'stallAfterHeaders');
         // Without the bound the stalled body would end after 3 s as a 200.
         const res = await t.http.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token: tokens.user1 });
         expect(res.status).toBe(404);
         expect(res.body).toEqual({ message: 'Image not available' });
-      } finally {
-        client.renderedTimeoutMs = timeout;
-      }
-    });
+      }));
   });
 
   describe('authentication', () => {

@@ -186,11 +186,22 @@ describe('Viewer tokens', () => {
         (uid: string) =>
           `/dicom-web/studies?limit=101&offset=0&fuzzymatching=false&includefield=00081030%2C00080060&StudyInstanceUID=${uid}`,
       ],
-      ['a rendered frame', (uid: string) => `/dicom-web/studies/${uid}/series/1.2/instances/3.4/frames/1/rendered?quality=90`],
       ['an encoded value', (uid: string) => `/dicom-web/studies?StudyInstanceUID=${encodeURIComponent(uid)}`],
     ])('accepts %s', async (_, uri) => {
       const res = await validate(token, uri(mine.study_instance_uid));
       expect(res.status).toBe(200);
+    });
+
+    // The image server answers nothing here: a rendering it cannot be asked about is refused. The
+    // renderings it allows and refuses by their instances are in the viewer-gate system test.
+    it.each([
+      ['a frame', (uid: string) => `/dicom-web/studies/${uid}/series/1.2/instances/3.4/frames/1/rendered?quality=90`],
+      ['an instance', (uid: string) => `/dicom-web/studies/${uid}/series/1.2/instances/3.4/rendered`],
+      ['the whole study', (uid: string) => `/dicom-web/studies/${uid}/rendered`],
+    ])('refuses a rendering of its own study that the image server cannot vouch for: %s', async (_, uri) => {
+      const res = await validate(token, uri(mine.study_instance_uid));
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'Forbidden' });
     });
 
     it('accepts several UIDs it reads, separated by , encoded or not', async () => {

@@ -466,6 +466,20 @@ describe('Ingestion against a real Orthanc', () => {
     const bySeriesNumber = new Map(found.series.map((s) => [s.series_number, s.id]));
     expect(found.thumbnails.map((th) => th.series_id).sort()).toEqual([null, bySeriesNumber.get(1)].sort());
     expect(found.instances.map((i) => i.rows)).toEqual([128, 128, 128]);
+    // A reader's rendering through the API is refused the same way, where the image server itself
+    // would decode it (it renders the UL one); the normal image renders.
+    const [normal, ul, palette] = found.instances;
+    const direct = await fetch(`${orthanc.url}/instances/${ul.imgsrv_instance_id}/rendered`, {
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password), Accept: 'image/jpeg' },
+    });
+    expect(direct.status).toBe(200);
+    const rendered = async (instance: Record<string, string>) => {
+      const res = await t.http.get(`/api/studies/${found.study.id}/instances/${instance.id}/rendered`, { token: userToken });
+      return { status: res.status, body: res.status === 200 ? res.headers['content-type'] : res.body };
+    };
+    expect(await rendered(normal)).toEqual({ status: 200, body: 'image/jpeg' });
+    expect(await rendered(ul)).toEqual({ status: 404, body: { message: 'Image not available' } });
+    expect(await rendered(palette)).toEqual({ status: 404, body: { message: 'Image not available' } });
   });
 
   it('lets a running index job finish when its worker shuts down, leaving the study complete', async () => {

@@ -541,6 +541,65 @@ describe('the viewer gate against the real image server', () => {
       }
     });
 
+    it("refuses a rendering the image server's decoders are unsafe on, and a study's or a series' rendering; their metadata still reads", async () => {
+      // Clinic A, unit 1 (the doctor's token reads it): a normal image, Rows and Columns as UL, PALETTE COLOR.
+      const crafted = await writeStudy(path.join(workDir, 'crafted'), {
+        patientId: 'A-9',
+        patientName: 'DOE^CRAFTED',
+        studyDate: '20240115',
+        series: [
+          { modality: 'CT', seriesNumber: 1, instances: 1, rows: 16, columns: 16 },
+          { modality: 'CT', seriesNumber: 2, instances: 1, rows: 16, columns: 16, dimensionsVr: 'UL' },
+          { modality: 'CT', seriesNumber: 3, instances: 1, rows: 16, columns: 16, photometric: 'PALETTE COLOR' },
+        ],
+      });
+      const service = { Authorization: basicAuth(orthanc.username, orthanc.password) };
+      for (const file of crafted.files) {
+        const stored = await fetch(`${orthanc.url}/instances`, {
+          method: 'POST',
+          headers: service,
+          body: await fs.readFile(file),
+        });
+        expect(stored.status).toBe(200);
+      }
+      const uid = crafted.studyInstanceUid;
+      await createStudy(t.db, {
+        tenant_id: clinicA.tenant.id,
+        unit_id: clinicA.unit1.id,
+        study_instance_uid: uid,
+        patient_id: 'A-9',
+      });
+      const instance = (k: number) =>
+        `/dicom-web/studies/${uid}/series/${crafted.seriesUids[k]}/instances/${crafted.sopInstanceUids[k]}`;
+      // The image server renders the UL one when asked directly: the gate is what keeps it away.
+      expect((await fetch(`${orthanc.url}${instance(1)}/rendered`, { headers: service })).status).toBe(200);
+      const statusOf = async (uri: string, accept = 'image/jpeg') =>
+        (await rawGet(agent, Number(new URL(nginx.url).port), uri, { 'x-viewer-token': viewerToken, accept })).status;
+      const answers: Record<string, number> = {};
+      for (const uri of [
+        `${instance(0)}/rendered`,
+        `${instance(0)}/frames/1/rendered?quality=80`,
+        `${instance(1)}/rendered`,
+        `${instance(1)}/frames/1/rendered`,
+        `${instance(2)}/rendered`,
+        `/dicom-web/studies/${uid}/rendered`,
+        `/dicom-web/studies/${uid}/series/${crafted.seriesUids[0]}/rendered`,
+      ]) {
+        answers[uri] = await statusOf(uri);
+      }
+      expect(answers).toEqual({
+        [`${instance(0)}/rendered`]: 200,
+        [`${instance(0)}/frames/1/rendered?quality=80`]: 200,
+        [`${instance(1)}/rendered`]: 403,
+        [`${instance(1)}/frames/1/rendered`]: 403,
+        [`${instance(2)}/rendered`]: 403,
+        [`/dicom-web/studies/${uid}/rendered`]: 403,
+        [`/dicom-web/studies/${uid}/series/${crafted.seriesUids[0]}/rendered`]: 403,
+      });
+      expect(await statusOf(`${instance(1)}/metadata`, 'application/dicom+json')).toBe(200);
+      expect(nginx.errorLog()).not.toMatch(/auth request unexpected status/);
+    });
+
     it("keeps tokens out of the access log: the viewer URL's token=, a bearer, X-Viewer-Token", async () => {
       const secret = 'f00dcafe-0000-4000-8000-00000000beef';
       await viaNginx(`/viewer?StudyInstanceUIDs=${STUDY_UIDS.A1}&token=${secret}`, {});
