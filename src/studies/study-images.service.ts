@@ -50,7 +50,7 @@ export class StudyImagesService {
     const instance = await this.studies.findRenderedInstance(scope, studyId, instanceId);
     if (!instance) throw Errors.imageNotAvailable();
     try {
-      // The contract's 20 s bound the whole exchange with the image server, the check included.
+      // The contract's 20 s bound covers the whole exchange with the image server, the check included.
       const deadline = AbortSignal.timeout(this.imgsrv.renderedTimeoutMs);
       const refusal = await this.imgsrv.decodeRefusal(instance, deadline);
       if (refusal) throw new Error(`not decoded: ${refusal}`);
