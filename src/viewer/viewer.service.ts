@@ -271,13 +271,11 @@ export class ViewerService {
     const uri = originalUriOf(headers);
     const uids = extractStudyUids(uri);
     if (!uids) return { verdict: FORBIDDEN };
-    let found: { places: Map<string, StudyPlaces>; hit: boolean };
-    try {
-      found = await this.studyPlaces.placesOf(uids);
-    } catch (error) {
+    const found = await this.studyPlaces.placesOf(uids).catch((error) => {
       this.logger.warn(`Viewer study lookup failed, refusing: ${(error as Error)?.message ?? error}`);
-      return { verdict: FORBIDDEN, cacheHit: false };
-    }
+      return null;
+    });
+    if (!found) return { verdict: FORBIDDEN, cacheHit: false };
     const { places, hit } = found;
     if (!this.reaches(reader, uids, places)) return { verdict: FORBIDDEN, cacheHit: hit };
     const rendering = renderingOf(uri!);

@@ -13,7 +13,7 @@ import { Errors } from '../../src/common/errors/api-errors';
 import { UuidParam } from '../../src/common/http/uuid-param';
 import { loadConfig } from '../../src/config/environment';
 import { createTestApp } from '../support/app';
-import { createImagedStudy, createThumbnail, fakeJpeg } from '../support/clinical-factories';
+import { createImagedStudy, createThumbnail, fakeImageTags, fakeJpeg } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 import { HttpClient, socketRequest } from '../support/http';
 
@@ -118,14 +118,7 @@ describe('Access log (who opened which study, image or viewer token)', () => {
     // read before a rendering) and renders as the same small JPEG.
     imageServer = http.createServer((req, res) => {
       if (/^\/instances\/[^/]+\/simplified-tags$/.test(req.url ?? '')) {
-        const image = {
-          Rows: '16',
-          Columns: '16',
-          SamplesPerPixel: '1',
-          BitsAllocated: '16',
-          PhotometricInterpretation: 'MONOCHROME2',
-        };
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(image));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(fakeImageTags());
       } else if (/^\/instances\/[^/]+\/rendered/.test(req.url ?? '')) {
         res.writeHead(200, { 'content-type': 'image/jpeg' }).end(fakeJpeg('rendered'));
       } else {

@@ -9,6 +9,7 @@ import {
   createSeries,
   createStudy,
   createThumbnail,
+  fakeImageTags,
   fakeJpeg,
   StudyRow,
 } from '../support/clinical-factories';
@@ -60,14 +61,7 @@ async function startFakeImgsrv(): Promise<FakeImgsrv> {
         return;
       }
       const photometric = kind === 'paletteColor' ? 'PALETTE COLOR' : 'MONOCHROME2';
-      const image = {
-        Rows: '16',
-        Columns: '16',
-        SamplesPerPixel: '1',
-        BitsAllocated: '16',
-        PhotometricInterpretation: photometric,
-      };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(image));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(fakeImageTags(photometric));
       return;
     }
     const match = /^\/instances\/([^/?]+)\/rendered/.exec(req.url ?? '');

@@ -191,6 +191,19 @@ export async function createThumbnail(
   ]);
 }
 
+/**
+ * What a stand-in image server answers at `/instances/{id}/simplified-tags`: a 16 x 16 grey image,
+ * which the API's check before a rendering lets through (ImgsrvClient.decodeRefusal).
+ */
+export const fakeImageTags = (photometric = 'MONOCHROME2') =>
+  JSON.stringify({
+    Rows: '16',
+    Columns: '16',
+    SamplesPerPixel: '1',
+    BitsAllocated: '16',
+    PhotometricInterpretation: photometric,
+  });
+
 /** Distinct recognisable bytes (not a real JPEG: the API passes stored thumbnails through untouched). */
 export const fakeJpeg = (label: string) => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from(label)]);
 
