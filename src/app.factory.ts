@@ -46,7 +46,7 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   const strictJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const lenient = LENIENT_BODY_ROUTES.has(request.url.split('?')[0]);
+    const lenient = isLenient(request);
     // Clients often send the JSON content type on body-less POSTs (logout, refresh).
     if ((body as string).trim() === '') return done(null, lenient ? {} : undefined);
     void strictJson(request, body as string, (error, value) => {
@@ -58,15 +58,32 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('multipart/related', (request, payload, done) =>
     streamedBodyLimit(request) !== undefined
       ? done(null, payload)
-      : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
+      : done(unsupportedMediaType()),
   );
   // Orthanc's Lua HttpPost may send its JSON as a form; nothing else of the API takes forms (a
   // form is what another site's page can post without asking): 415 elsewhere.
   fastify.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) =>
-    LENIENT_BODY_ROUTES.has(request.url.split('?')[0])
-      ? done(null, { ...parseQueryString(body as string) })
-      : done(Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })),
+    isLenient(request) ? done(null, { ...parseQueryString(body as string) }) : done(unsupportedMediaType()),
   );
+  // Any other type, or none: the webhook reads its body as text whatever its type (decisions.md 3);
+  // elsewhere it is refused before a byte of it is read, and an unknown route stays a 404. The
+  // preParsing hook (drainOversizedBodies) has already bounded the body.
+  fastify.addContentTypeParser('*', (request, payload, done) => {
+    if (request.is404) return done(null, undefined);
+    if (!isLenient(request)) return done(unsupportedMediaType());
+    const chunks: Buffer[] = [];
+    payload.on('data', (chunk: Buffer) => chunks.push(chunk));
+    payload.on('end', () => done(null, Buffer.concat(chunks).toString('utf8')));
+    payload.on('error', (error) => done(error));
+  });
+}
+
+function isLenient(request: FastifyRequest): boolean {
+  return LENIENT_BODY_ROUTES.has(request.url.split('?')[0]);
+}
+
+function unsupportedMediaType(): Error {
+  return Object.assign(new Error('Unsupported media type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
 }
 
 export function setupSwagger(app: NestFastifyApplication): void {

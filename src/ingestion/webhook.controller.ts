@@ -33,8 +33,8 @@ export class WebhookController {
   @ApiOperation({
     summary: 'Public, guarded by X-Webhook-Secret: the image server reports a stable study; the study is queued',
     description:
-      'Only `ID` is read. The body is accepted as JSON, text/plain or a form whose key is the JSON text ' +
-      '(what Orthanc sends without a Content-Type).',
+      'Only `ID` is read. The body is read whatever its Content-Type, or with none: JSON, a JSON text of ' +
+      'any other type, a form field `ID`, or a form whose key is the JSON text (what Orthanc sends without a Content-Type).',
   })
   @ApiHeader({ name: 'X-Webhook-Secret', required: true, description: 'Secret shared with the image server hook' })
   @ApiBody({ schema: { type: 'object', properties: { ID: { type: 'string' } }, required: ['ID'] } })

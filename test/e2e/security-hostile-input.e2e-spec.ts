@@ -151,6 +151,12 @@ describe('Hostile input answers its documented 4xx', () => {
           const answer = await send(port, path, twelveMiB, { chunked, headers: { authorization: `Bearer ${root}` } });
           expect({ path, ...answer }).toEqual({ path, status: 413, body: { message: 'Payload too large.' } });
         }
+        // The webhook reads a body of any type: under the same limit.
+        const untyped = await send(port, '/api/imgsrv/webhook', twelveMiB, {
+          chunked,
+          headers: { 'content-type': 'application/octet-stream', 'x-webhook-secret': t.config.WEBHOOK_SECRET },
+        });
+        expect(untyped).toEqual({ status: 413, body: { message: 'Payload too large.' } });
         // And keeps serving.
         const health = await fetch(`http://127.0.0.1:${port}/api/health`);
         expect(health.status).toBe(200);

@@ -263,6 +263,11 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
         expect({ type, status: res.status, body: res.body }).toEqual({ type, status, body });
         expect(res.raw.toString()).not.toMatch(/FST_|statusCode/);
       }
+      // The same bodies without a type, and to a route that does not exist.
+      const untyped = await client.post('/api/login', { raw: '{"email":"a@b.c","password":"x"}' });
+      expect({ status: untyped.status, body: untyped.body }).toEqual({ status: 415, body: { message: 'Unsupported media type.' } });
+      const nowhere = await client.post('/api/no-such-route', { raw: '<a/>', headers: { 'content-type': 'application/xml' } });
+      expect(nowhere.status).toBe(404);
     });
 
     it('a failed query is a generic 500', async () => {

@@ -157,9 +157,31 @@ describe('POST /api/imgsrv/webhook', () => {
       expect(none.body).toEqual({ error: 'ID not provided' });
     });
 
-    it('refuses an unsupported content type with 415, not 500', async () => {
-      const res = await postRaw(JSON.stringify({ ID: newStudyId() }), 'application/xml');
-      expect(res.status).toBe(415);
+    it('reads the body whatever its content type, or with none (decisions.md 3)', async () => {
+      for (const type of ['application/xml', 'application/octet-stream', 'multipart/form-data; boundary=x', undefined]) {
+        const id = newStudyId();
+        const res = await t.http.post('/api/imgsrv/webhook', {
+          raw: JSON.stringify({ ID: id }),
+          headers: { 'x-webhook-secret': secret, ...(type ? { 'content-type': type } : {}) },
+        });
+        expect({ type, status: res.status, body: res.body }).toEqual({ type, status: 200, body: { status: 'queued', ID: id } });
+        expect(await jobsFor(id)).toHaveLength(1);
+      }
+      const form = newStudyId();
+      const pairs = await postRaw(`ID=${form}`, 'application/octet-stream');
+      expect({ status: pairs.status, body: pairs.body }).toEqual({ status: 200, body: { status: 'queued', ID: form } });
+    });
+
+    it('answers 400 to a body of another type without an ID, and 401 without the secret, whatever the type', async () => {
+      const bad = await postRaw('<ID>x</ID>', 'application/xml');
+      expect({ status: bad.status, body: bad.body }).toEqual({ status: 400, body: { error: 'ID not provided' } });
+      const id = newStudyId();
+      const stranger = await t.http.post('/api/imgsrv/webhook', {
+        raw: JSON.stringify({ ID: id }),
+        headers: { 'content-type': 'application/octet-stream' },
+      });
+      expect({ status: stranger.status, body: stranger.body }).toEqual({ status: 401, body: { error: 'Unauthorized' } });
+      expect(await jobsFor(id)).toHaveLength(0);
     });
 
     it('accepts only POST', async () => {
