@@ -1,5 +1,3 @@
-CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
-
 CREATE EXTENSION IF NOT EXISTS pgcrypto WITH SCHEMA public;
 
 CREATE EXTENSION IF NOT EXISTS unaccent WITH SCHEMA public;
@@ -695,11 +693,7 @@ CREATE INDEX studies_unit_patient_idx ON public.studies USING btree (unit_id, pa
 
 CREATE UNIQUE INDEX tenants_name_lower_key ON public.tenants USING btree (lower((name)::text));
 
-CREATE INDEX tenants_name_trgm ON public.tenants USING gin (name public.gin_trgm_ops);
-
 CREATE UNIQUE INDEX tenants_slug_key ON public.tenants USING btree (slug);
-
-CREATE INDEX tenants_slug_trgm ON public.tenants USING gin (slug public.gin_trgm_ops);
 
 CREATE UNIQUE INDEX thumbnails_series_key ON public.thumbnails USING btree (series_id) WHERE (series_id IS NOT NULL);
 

@@ -19,7 +19,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
   name = 'InitialSchema1763770000000';
 
   public async up(q: QueryRunner): Promise<void> {
-    for (const extension of ['pgcrypto', 'pg_trgm', 'unaccent']) await q.query(`CREATE EXTENSION IF NOT EXISTS ${extension}`);
+    for (const extension of ['pgcrypto', 'unaccent']) await q.query(`CREATE EXTENSION IF NOT EXISTS ${extension}`);
     await this.searchFunctions(q);
     await this.tables(q);
     await this.indexes(q);
@@ -377,8 +377,6 @@ export class InitialSchema1763770000000 implements MigrationInterface {
     for (const index of [
       'UNIQUE INDEX tenants_name_lower_key ON tenants (lower(name))',
       'UNIQUE INDEX tenants_slug_key ON tenants (slug)',
-      'INDEX tenants_name_trgm ON tenants USING gin (name gin_trgm_ops)',
-      'INDEX tenants_slug_trgm ON tenants USING gin (slug gin_trgm_ops)',
       'UNIQUE INDEX units_tenant_name_lower_key ON units (tenant_id, lower(name))',
       'UNIQUE INDEX units_slug_key ON units (slug) WHERE slug IS NOT NULL',
       'INDEX units_tenant_name_idx ON units (tenant_id, name, id)',
