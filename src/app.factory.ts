@@ -56,9 +56,7 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   });
   // STOW-RS: the body goes to its handler as the stream it is (read part by part, never whole).
   fastify.addContentTypeParser('multipart/related', (request, payload, done) =>
-    streamedBodyLimit(request) !== undefined
-      ? done(null, payload)
-      : done(unsupportedMediaType()),
+    streamedBodyLimit(request) !== undefined ? done(null, payload) : done(unsupportedMediaType()),
   );
   // Orthanc's Lua HttpPost may send its JSON as a form; nothing else of the API takes forms (a
   // form is what another site's page can post without asking): 415 elsewhere.

@@ -265,7 +265,10 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
       }
       // The same bodies without a type, and to a route that does not exist.
       const untyped = await client.post('/api/login', { raw: '{"email":"a@b.c","password":"x"}' });
-      expect({ status: untyped.status, body: untyped.body }).toEqual({ status: 415, body: { message: 'Unsupported media type.' } });
+      expect({ status: untyped.status, body: untyped.body }).toEqual({
+        status: 415,
+        body: { message: 'Unsupported media type.' },
+      });
       const nowhere = await client.post('/api/no-such-route', { raw: '<a/>', headers: { 'content-type': 'application/xml' } });
       expect(nowhere.status).toBe(404);
     });
