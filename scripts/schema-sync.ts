@@ -74,7 +74,9 @@ class Recorder {
     if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', clinic: '100000', indexed: true }] as T[]);
     if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
-      const first = { _total: String(this.matches), _version: '1.1' };
+      // Counted through the index terms: the clinics of the matches come back too (KeptSearch.clinics).
+      const clinics = /AS _clinics/.test(text) ? { _clinics: [TENANT] } : {};
+      const first = { _total: String(this.matches), _version: '1.1', ...clinics };
       if (this.matches > 1000) return Promise.resolve([{ ...first, id: null }] as T[]);
       return Promise.resolve(Array.from({ length: Number(values[values.length - 2]) }, () => ({ ...first, id: 'x' })) as T[]);
     }

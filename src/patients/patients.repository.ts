@@ -54,7 +54,7 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     search,
     counters: (p) => totals.patients(scope, p),
     conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
-    tenants: (p) => scopeTenantsSql(scope, p),
+    tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
     scopeKey: JSON.stringify(['patients', scope]),
   };
 }

@@ -128,7 +128,7 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     search,
     counters: (p) => totals.studies(scope, p),
     conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
-    tenants: (p) => scopeTenantsSql(scope, p),
+    tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
     scopeKey: JSON.stringify(['studies', scope]),
   };
 }

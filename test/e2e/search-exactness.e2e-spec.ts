@@ -10,7 +10,8 @@
 import { SMALL_SCOPE_ROWS } from '../../src/database/list/list-query';
 import { Prng } from '../fuzz/support/prng';
 import { createTestApp, TestApp } from '../support/app';
-import { createClinic, createSuperAdminUser } from '../support/factories';
+import { createStudy } from '../support/clinical-factories';
+import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
 
 jest.setTimeout(300_000);
 
@@ -253,5 +254,32 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     const admin = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: 'a' } });
     expect(admin.status).toBe(200);
     expect(admin.body.total_exact).toBe(true);
+  });
+
+  it("the super admin's later pages read the clinics of the count's matches; a match in another clinic after the count is found", async () => {
+    const word = `Kv${Array.from({ length: 8 }, () => pick(WORDS)[0]).join('')}${seed}`;
+    // Page 1 holds the clinic's matches only; page 2 the other clinic's one.
+    for (let n = 0; n < 16; n++) {
+      await createStudy(t.db, {
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        patient_name: `Ana ${word}`,
+        study_date: '2025-06-01',
+      });
+    }
+    await createStudy(t.db, {
+      tenant_id: other.tenant.id,
+      unit_id: other.unit2.id,
+      patient_name: `Rui ${word}`,
+      study_date: '2001-01-01',
+    });
+    await expectPages('/api/studies', superToken, word, await oracle('studies', 'TRUE', [], word), 15);
+
+    const third = await createTenant(t.db);
+    const unit = await createUnit(t.db, third.id);
+    await createStudy(t.db, { tenant_id: third.id, unit_id: unit.id, patient_name: `Eva ${word}`, study_date: '2000-01-01' });
+    const expected = await oracle('studies', 'TRUE', [], word);
+    expect(expected).toHaveLength(18);
+    await expectPages('/api/studies', superToken, word, expected, 15, [2, 1, 2]);
   });
 });

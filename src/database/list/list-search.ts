@@ -30,8 +30,8 @@ export interface ListSearchQuery {
    * statement reads the search terms too) and any filter.
    */
   conditions: (p: SqlParams, throughTerms?: boolean) => string;
-  /** The clinics whose search terms the scope reads (scopeTenantsSql). */
-  tenants: (p: SqlParams) => string;
+  /** The clinics whose search terms the scope reads (scopeTenantsSql), or of them the `matched` ones. */
+  tenants: (p: SqlParams, matched?: string[]) => string;
   /** The list and the scope alone: what the scope's size is kept under. */
   scopeKey: string;
 }
@@ -73,12 +73,16 @@ export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: num
     p,
     offset,
     limit,
+    indexed,
   );
 }
 
-/** The list's conditions and the fragment; `indexed`: through the index terms too (listSearchSql). */
-function searchWhere(query: ListSearchQuery, p: SqlParams, indexed: boolean): string {
-  return `${query.conditions(p, indexed)} AND ${listSearchSql(query.spec, query.search, p, indexed ? query.tenants(p) : undefined)}`;
+/**
+ * The list's conditions and the fragment; `indexed`: through the index terms too (listSearchSql),
+ * of every clinic of the scope or of the `matched` ones.
+ */
+function searchWhere(query: ListSearchQuery, p: SqlParams, indexed: boolean, matched?: string[]): string {
+  return `${query.conditions(p, indexed)} AND ${listSearchSql(query.spec, query.search, p, indexed ? query.tenants(p, matched) : undefined)}`;
 }
 
 /**
@@ -108,7 +112,7 @@ function termsPay(meta: SearchMeta, estimate: number): boolean {
   return meta.indexed && meta.walked > SMALL_SCOPE_ROWS && (estimate * meta.clinic) / Math.max(1, meta.walked) < meta.walked;
 }
 
-/** A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`: see listSearchSql. */
+/** A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`, `matched`: see searchWhere. */
 export function searchPageSql(
   query: ListSearchQuery,
   plan: SearchPlan,
@@ -117,13 +121,14 @@ export function searchPageSql(
   limit: number,
   cap: number,
   indexed = false,
+  matched?: string[],
 ): string {
   const { spec } = query;
   const version = `, ${query.counters(p).version} AS _version`;
   if (plan === 'walk') {
     return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
   }
-  return listPageSql(spec, searchWhere(query, p, indexed), version, p, offset, limit, true);
+  return listPageSql(spec, searchWhere(query, p, indexed, matched), version, p, offset, limit, true);
 }
 
 /** What a search learns of its scope: the rows a walk reads, its clinics' rows, whether the fragment has terms. */
@@ -133,10 +138,11 @@ interface SearchMeta {
   indexed: boolean;
 }
 
-/** What a search statement adds to each row: the scope's version when it ran (a first search's, its count too). */
+/** What a search statement adds to each row: the scope's version when it ran (a first search's, its count too, and its matches' clinics when read). */
 interface PageColumns {
   _version: string;
   _total?: string;
+  _clinics?: string[] | null;
 }
 
 // Scope sizes steer plans only (walk a small scope whole, a walk's cap, the dense share): a size
@@ -203,7 +209,9 @@ export class ListSearch {
       searchFirstSql(query, q, offset, limit, indexed && estimate < DENSE_SHARE * meta.walked),
       q.values,
     );
-    const kept: KeptSearch = { total: Number(rows[0]._total), version: rows[0]._version, walked: meta.walked, indexed };
+    const [{ _total, _version, _clinics }] = rows;
+    const kept: KeptSearch = { total: Number(_total), version: _version, walked: meta.walked, indexed };
+    if (kept.total <= SEARCH_TOTAL_CAP && _clinics !== undefined) kept.clinics = _clinics ?? [];
     this.totals.keepLatest(query.key, kept);
     if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
     // Just counted: past the cap, a change since would not change the total said, and the page is read now.
@@ -237,7 +245,7 @@ export class ListSearch {
     }
     const q = new SqlParams();
     const rows = await this.prepared.query<Row & PageColumns>(
-      searchPageSql(query, 'collect', q, offset, wanted, 0, kept.indexed),
+      searchPageSql(query, 'collect', q, offset, wanted, 0, kept.indexed, kept.clinics),
       q.values,
     );
     return current(rows) ? { rows, total, exact } : null;

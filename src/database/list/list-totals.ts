@@ -29,6 +29,11 @@ export interface KeptSearch extends KeptCount {
   indexed: boolean;
   /** A walk of this search came back short: its matches sit together far down the list order. */
   bunched?: boolean;
+  /**
+   * The clinics of its matches, when they were counted whole through the index terms: its pages
+   * read only those clinics' terms. A match elsewhere is a change that moves the version first.
+   */
+  clinics?: string[];
 }
 
 // Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
