@@ -134,8 +134,9 @@ export function listPageSql(
  * the list's conditions with the fragment), with each of the page's rows the count of those
  * matches (`_total`) and `extra`; when there are more than the cap, one row of `_total` and
  * `extra` with NULL columns, and the page is read by a walk. Counted and collected apart, every
- * match cost two searches of the index. `clinics`: the matches are read from the table, not walked
- * in an order index, so their clinics (`_clinics`) come at no cost.
+ * match cost two searches of the index. `clinics`: each row also carries the clinics of the
+ * matches (`_clinics`); asked only of a count through the index terms, whose matches are read from
+ * the table, where the clinic comes with them (a walk of an order index might not hold it).
  */
 export function listFirstSearchSql(
   spec: ListSpec,
