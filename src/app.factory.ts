@@ -5,6 +5,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parse as parseQueryString } from 'querystring';
+import { text as readText } from 'stream/consumers';
 import { ApiModule } from './app.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { validationExceptionFactory } from './common/errors/validation-errors';
@@ -69,10 +70,7 @@ function registerBodyParsers(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('*', (request, payload, done) => {
     if (request.is404) return done(null, undefined);
     if (!isLenient(request)) return done(unsupportedMediaType());
-    const chunks: Buffer[] = [];
-    payload.on('data', (chunk: Buffer) => chunks.push(chunk));
-    payload.on('end', () => done(null, Buffer.concat(chunks).toString('utf8')));
-    payload.on('error', (error) => done(error));
+    readText(payload).then((body) => done(null, body), done);
   });
 }
 

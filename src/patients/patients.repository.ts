@@ -12,6 +12,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
+  scopeReadsEveryClinic,
   scopeTenantsSql,
   SqlParams,
 } from '../database/list';
@@ -55,6 +56,7 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     counters: (p) => totals.patients(scope, p),
     conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
     tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
+    everyClinic: scopeReadsEveryClinic(scope),
     scopeKey: JSON.stringify(['patients', scope]),
   };
 }

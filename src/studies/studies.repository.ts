@@ -19,6 +19,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
+  scopeReadsEveryClinic,
   scopeTenantsSql,
   SqlParams,
 } from '../database/list';
@@ -129,6 +130,7 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     counters: (p) => totals.studies(scope, p),
     conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
     tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
+    everyClinic: scopeReadsEveryClinic(scope),
     scopeKey: JSON.stringify(['studies', scope]),
   };
 }

@@ -84,6 +84,11 @@ export function scopeTenantsSql(scope: DataScope, p: SqlParams, matched?: string
   return matched ? `(SELECT ${p.add(matched)}::uuid[])` : '(SELECT array_agg(t.id) FROM tenants t)';
 }
 
+/** Whether a scope reads the search terms of every clinic (scopeTenantsSql): the super admin's. */
+export function scopeReadsEveryClinic(scope: DataScope): boolean {
+  return scopeTenantId(scope) === null;
+}
+
 /**
  * A search fragment (any part of a name, id or accession number, in any case, with or without
  * accents; `%`, `_` and `\` literal) as a condition on the list's rows. `tenants` (scopeTenantsSql;

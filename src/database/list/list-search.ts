@@ -32,6 +32,8 @@ export interface ListSearchQuery {
   conditions: (p: SqlParams, throughTerms?: boolean) => string;
   /** The clinics whose search terms the scope reads (scopeTenantsSql), or of them the `matched` ones. */
   tenants: (p: SqlParams, matched?: string[]) => string;
+  /** The scope reads the terms of every clinic (the super admin's): a count keeps its matches' clinics. */
+  everyClinic: boolean;
   /** The list and the scope alone: what the scope's size is kept under. */
   scopeKey: string;
 }
@@ -73,7 +75,7 @@ export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: num
     p,
     offset,
     limit,
-    indexed,
+    indexed && query.everyClinic,
   );
 }
 
@@ -178,7 +180,7 @@ export class ListSearch {
    * The exact total of a list filtered without a search (a report status, a unit's patients): the
    * same version and kept count as a search's, counted in full.
    */
-  async exactTotal(query: Omit<ListSearchQuery, 'search' | 'tenants' | 'scopeKey'>): Promise<number> {
+  async exactTotal(query: Omit<ListSearchQuery, 'search' | 'tenants' | 'everyClinic' | 'scopeKey'>): Promise<number> {
     const kept = await this.totals.cached(query.key, await this.versionOf(query), async () => {
       const q = new SqlParams();
       const [row] = await this.prepared.query<{ total: string; version: string }>(

@@ -54,9 +54,9 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -70,9 +70,9 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -102,9 +102,9 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE
@@ -118,9 +118,9 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE

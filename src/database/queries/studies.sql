@@ -104,9 +104,9 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE s.tenant_id::text = $1 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))) s ON TRUE
@@ -120,9 +120,9 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","final","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE s.tenant_id::text = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
@@ -177,9 +177,9 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))) s ON TRUE
@@ -193,9 +193,9 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4);
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($5) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($5) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))) s ON TRUE
