@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'net';
 import { AccountStatusService } from '../../src/auth/account-status.service';
 import { AuditService } from '../../src/audit/audit.service';
-import { MAX_CONCURRENT_LOOKUPS } from '../../src/viewer/study-places.cache';
+import { MAX_CONCURRENT_LOOKUPS, StudyPlacesCache } from '../../src/viewer/study-places.cache';
 import { createTestApp, TestApp } from '../support/app';
 import { createImagedStudy, createStudy, dicomUid, StudyRow } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
@@ -459,6 +459,9 @@ describe('Viewer tokens', () => {
 
       it('reads no PostgreSQL for repeated validations (the account and the study places are cached)', async () => {
         const uri = path(mine);
+        // Filled now, not by an earlier test: an entry near the end of its lifetime would expire mid-loop on a slow run.
+        t.app.get(StudyPlacesCache).clear();
+        t.app.get(AccountStatusService).forgetAll();
         expect(outcome(await validateWith(bearer(tokens.user1, uri)))).toBe('200 0');
         await t.app.get(AuditService).flush();
         const pg = jest.spyOn(t.db, 'query');
