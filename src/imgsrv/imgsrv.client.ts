@@ -115,16 +115,21 @@ export class ImgsrvClient {
 
   /**
    * A JPEG rendering of an instance in memory (thumbnails). Orthanc answers 415 when there is no
-   * image. Bounded as a whole, retries included, by renderedTimeoutMs: axios's `timeout` is the
-   * socket's idle time, which a body arriving a few bytes at a time never reaches.
+   * image. Bounded as a whole, retries included, by renderedTimeoutMs (or by `deadline`, as
+   * renderedJpeg): axios's `timeout` is the socket's idle time, which a body arriving a few bytes at
+   * a time never reaches.
    */
-  async renderedBuffer(imgsrvInstanceId: string, params: Record<string, string | number> = {}): Promise<Buffer> {
+  async renderedBuffer(
+    imgsrvInstanceId: string,
+    params: Record<string, string | number> = {},
+    deadline?: AbortSignal,
+  ): Promise<Buffer> {
     const data = await this.get<ArrayBuffer>(`/instances/${id(imgsrvInstanceId)}/rendered`, {
       params,
       headers: { Accept: 'image/jpeg' },
       responseType: 'arraybuffer',
       timeout: this.renderedTimeoutMs,
-      signal: AbortSignal.timeout(this.renderedTimeoutMs),
+      signal: deadline ?? AbortSignal.timeout(this.renderedTimeoutMs),
     });
     return Buffer.from(data);
   }
@@ -216,6 +221,20 @@ export class ImgsrvClient {
     }
     if (!instance.imgsrvInstanceId) return 'its attributes could not be read';
     return renderRefusal(imageTagsFromSimplified(await this.getSimplifiedTags(instance.imgsrvInstanceId, signal)));
+  }
+
+  /**
+   * A thumbnail's source: decodeRefusal's check, then renderedBuffer, both within one
+   * renderedTimeoutMs (as the API's renderings, StudyImagesService); the check's reason instead of a
+   * rendering when it refuses the instance.
+   */
+  async checkedRenderedBuffer(
+    instance: { imgsrvInstanceId: string; studyInstanceUid: string; seriesInstanceUid: string; sopInstanceUid: string },
+    params: Record<string, string | number> = {},
+  ): Promise<{ image: Buffer } | { refusal: string }> {
+    const deadline = AbortSignal.timeout(this.renderedTimeoutMs);
+    const refusal = await this.decodeRefusal(instance, deadline);
+    return refusal ? { refusal } : { image: await this.renderedBuffer(instance.imgsrvInstanceId, params, deadline) };
   }
 
   /** One page of the change feed, after sequence number `since`. */

@@ -234,7 +234,7 @@ export class IndexJobService {
    * series' one. A series without pixel data, or whose image the server cannot render (415 for a
    * PDF or an SR, another 4xx/5xx for an unsupported encoding), simply has none: a broken image
    * must not keep the study out of the archive. Nor does one whose attributes would take the image
-   * server's decoder where it is unsafe (ImgsrvClient.decodeRefusal): it is not asked to decode it. Only a
+   * server's decoder where it is unsafe (ImgsrvClient.checkedRenderedBuffer): it is not asked to decode it. Only a
    * server that does not answer fails the job.
    */
   private async thumbnails(studyUid: string, plans: SeriesPlan[], geometry: Map<string, ImageGeometry>) {
@@ -244,17 +244,20 @@ export class IndexJobService {
       if (!middle || !geometry.get(middle.imgsrv_instance_id)?.rows) return null;
       let rendered: Buffer;
       try {
-        const refusal = await this.imgsrv.decodeRefusal({
-          imgsrvInstanceId: middle.imgsrv_instance_id,
-          studyInstanceUid: studyUid,
-          seriesInstanceUid: plan.fields.series_instance_uid,
-          sopInstanceUid: middle.sop_instance_uid,
-        });
-        if (refusal) {
-          this.logger.warn(`no thumbnail for series ${plan.fields.imgsrv_series_id}: not decoded (${refusal})`);
+        const checked = await this.imgsrv.checkedRenderedBuffer(
+          {
+            imgsrvInstanceId: middle.imgsrv_instance_id,
+            studyInstanceUid: studyUid,
+            seriesInstanceUid: plan.fields.series_instance_uid,
+            sopInstanceUid: middle.sop_instance_uid,
+          },
+          { quality: 90 },
+        );
+        if ('refusal' in checked) {
+          this.logger.warn(`no thumbnail for series ${plan.fields.imgsrv_series_id}: not decoded (${checked.refusal})`);
           return null;
         }
-        rendered = await this.imgsrv.renderedBuffer(middle.imgsrv_instance_id, { quality: 90 });
+        rendered = checked.image;
       } catch (error) {
         if ((error as ImgsrvError).status === undefined) throw error;
         this.logger.warn(`no thumbnail for series ${plan.fields.imgsrv_series_id}: ${(error as Error).message}`);

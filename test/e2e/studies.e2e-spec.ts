@@ -948,6 +948,40 @@ describe('Studies, series, instances and images', () => {
         expect(Date.now() - started).toBeLessThan(2_500);
       }));
 
+    describe("a thumbnail's source (the worker's checkedRenderedBuffer)", () => {
+      const uidsOf = (made: Awaited<ReturnType<typeof createImagedStudy>>) => ({
+        imgsrvInstanceId: made.instance.imgsrv_instance_id,
+        studyInstanceUid: made.study.study_instance_uid,
+        seriesInstanceUid: made.series.series_instance_uid,
+        sopInstanceUid: made.instance.sop_instance_uid,
+      });
+
+      it('is the rendering after the check, or the refusal without a rendering', async () => {
+        const client = t.app.get(ImgsrvClient);
+        const safe = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        expect(await client.checkedRenderedBuffer(uidsOf(safe), { quality: 90 })).toEqual({
+          image: renderedBytes(safe.instance.imgsrv_instance_id),
+        });
+        const unsafe = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+        imgsrv.behaviour.set(unsafe.instance.imgsrv_instance_id, 'paletteColor');
+        imgsrv.requests.length = 0;
+        expect(await client.checkedRenderedBuffer(uidsOf(unsafe))).toEqual({ refusal: expect.any(String) });
+        expect(imgsrv.requests.map((request) => request.url)).not.toContain(
+          `/instances/${unsafe.instance.imgsrv_instance_id}/rendered`,
+        );
+      });
+
+      it('bounds the check and the rendering together: attributes that never come are given up within the bound', () =>
+        withShortRenderingBound(async (client) => {
+          const made = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+          imgsrv.behaviour.set(made.instance.imgsrv_instance_id, 'stallTags');
+          const started = Date.now();
+          // The tags would come after 3 s, and the rendering after them.
+          await expect(client.checkedRenderedBuffer(uidsOf(made))).rejects.toMatchObject({ status: undefined });
+          expect(Date.now() - started).toBeLessThan(2_500);
+        }));
+    });
+
     it('answers 404 {message: Image not available} once the timeout passes, even after the headers came', () =>
       withShortRenderingBound(async () => {
         const { study, instance } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
