@@ -12,8 +12,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
-  scopeReadsEveryClinic,
-  scopeTenantsSql,
+  scopeSearchTenants,
   SqlParams,
 } from '../database/list';
 
@@ -55,8 +54,7 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     search,
     counters: (p) => totals.patients(scope, p),
     conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
-    tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
-    everyClinic: scopeReadsEveryClinic(scope),
+    ...scopeSearchTenants(scope),
     scopeKey: JSON.stringify(['patients', scope]),
   };
 }

@@ -19,8 +19,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
-  scopeReadsEveryClinic,
-  scopeTenantsSql,
+  scopeSearchTenants,
   SqlParams,
 } from '../database/list';
 import type { ReportStatus } from '../database/entities';
@@ -129,8 +128,7 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     search,
     counters: (p) => totals.studies(scope, p),
     conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
-    tenants: (p, matched) => scopeTenantsSql(scope, p, matched),
-    everyClinic: scopeReadsEveryClinic(scope),
+    ...scopeSearchTenants(scope),
     scopeKey: JSON.stringify(['studies', scope]),
   };
 }

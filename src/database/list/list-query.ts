@@ -84,9 +84,15 @@ export function scopeTenantsSql(scope: DataScope, p: SqlParams, matched?: string
   return matched ? `(SELECT ${p.add(matched)}::uuid[])` : '(SELECT array_agg(t.id) FROM tenants t)';
 }
 
-/** Whether a scope reads the search terms of every clinic (scopeTenantsSql): the super admin's. */
-export function scopeReadsEveryClinic(scope: DataScope): boolean {
-  return scopeTenantId(scope) === null;
+/**
+ * What a search of the scope reads of the terms (ListSearchQuery's `tenants` and `everyClinic`): its
+ * clinics (scopeTenantsSql), and whether they are every clinic (the super admin's).
+ */
+export function scopeSearchTenants(scope: DataScope) {
+  return {
+    tenants: (p: SqlParams, matched?: string[]) => scopeTenantsSql(scope, p, matched),
+    everyClinic: scopeTenantId(scope) === null,
+  };
 }
 
 /**
