@@ -43,8 +43,8 @@ const CROSS_FEATURE_EXCEPTIONS = {};
 const LIBRARY_HOMES = [
   {
     names: ['typeorm', '@nestjs/typeorm'],
-    home: ['src/**/*.repository.ts', 'src/database/**'],
-    message: 'SQL lives in repositories (*.repository.ts) and src/database/.',
+    home: ['src/**/*.repository.ts', 'src/**/*.entity.ts', 'src/database/**'],
+    message: 'SQL lives in repositories (*.repository.ts) and src/database/; tables are described in *.entity.ts.',
   },
   {
     names: ['axios'],

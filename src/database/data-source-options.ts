@@ -2,7 +2,6 @@ import { join } from 'path';
 import { Client } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { MigrationExecutor } from 'typeorm/migration/MigrationExecutor';
-import { ENTITIES } from './entities';
 
 /** Settings of every connection of the pool: PostgreSQL's statement_timeout and work_mem (0: the server's). */
 export interface ConnectionSettings {
@@ -15,7 +14,9 @@ export function dataSourceOptions(databaseUrl: string, settings: ConnectionSetti
   return {
     type: 'postgres',
     url: databaseUrl,
-    entities: ENTITIES,
+    // Every *.entity file under src/ (compiled: dist/src/): the shared ones in ./entities, and each
+    // feature's own beside its repository; this layer imports no feature.
+    entities: [join(__dirname, '..', '**', '*.entity.{ts,js}')],
     migrations: [join(__dirname, 'migrations', '*.{ts,js}')],
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',

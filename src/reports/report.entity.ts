@@ -1,8 +1,6 @@
 import { Column, Entity, JoinColumn, ManyToOne } from 'typeorm';
-import { TimestampedEntity } from './base';
-import { ReportTemplate } from './report-template.entity';
-import { Study } from './study.entity';
-import { User } from './user.entity';
+import { Study, TimestampedEntity, User } from '../database/entities';
+import { ReportTemplate } from '../tenant';
 
 export type ReportKind = 'report' | 'addendum';
 export type ReportState = 'draft' | 'final';

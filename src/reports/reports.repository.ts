@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
-import { Report, ReportPdf, ReportTemplate, Study, Tenant, User } from '../database/entities';
+import { Study, Tenant, User } from '../database/entities';
+import { Report } from './report.entity';
+import { ReportPdf } from './report-pdf.entity';
+import { ReportTemplate } from '../tenant';
 import type { ReportRow } from './dto/report.dto';
 import type { SectionName } from './pdf/report-document';
 

@@ -1,6 +1,5 @@
 import { Column, Entity, JoinColumn, ManyToOne } from 'typeorm';
-import { TimestampedEntity } from './base';
-import { Study } from './study.entity';
+import { Study, TimestampedEntity } from '../database/entities';
 
 /** A link that opens one study for someone without an account (decisions.md 3d). */
 @Entity('shares')

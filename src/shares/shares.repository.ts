@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { Share } from '../database/entities';
+import { Share } from './share.entity';
 import { PreparedQueries } from '../database/list';
 
 export interface NewShare {

@@ -4,7 +4,8 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { foldedSearch } from '../../common/pagination';
-import { ReportPreset, Unit } from '../../database/entities';
+import { Unit } from '../../database/entities';
+import { ReportPreset } from './report-preset.entity';
 import type { PresetRow } from './presets.dto';
 
 export interface PresetFilter {

@@ -1,5 +1,5 @@
 import { Column, DeleteDateColumn, Entity } from 'typeorm';
-import { TimestampedEntity } from './base';
+import { TimestampedEntity } from '../../database/entities';
 
 /** Reusable report text of a clinic (unit_id null) or of one of its units, by modality. */
 @Entity('report_presets')

@@ -1,7 +1,5 @@
 import { Column, DeleteDateColumn, Entity, JoinColumn, ManyToOne } from 'typeorm';
-import { TimestampedEntity } from './base';
-import { Tenant } from './tenant.entity';
-import { Unit } from './unit.entity';
+import { Tenant, TimestampedEntity, Unit } from '../../database/entities';
 
 @Entity('report_templates')
 export class ReportTemplate extends TimestampedEntity {

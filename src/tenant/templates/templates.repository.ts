@@ -4,7 +4,8 @@ import { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { DataScope, scopeCondition } from '../../common/auth/data-scope';
 import { foldedSearch } from '../../common/pagination';
-import { ReportTemplate, Unit } from '../../database/entities';
+import { Unit } from '../../database/entities';
+import { ReportTemplate } from './report-template.entity';
 import type { TemplateRow } from './templates.dto';
 
 export interface TemplateFilter {
