@@ -49,9 +49,13 @@ export class User extends TimestampedEntity {
   @Column({ type: 'text', nullable: true, select: false })
   signature: string | null;
 
-  /** Generated column (signature IS NOT NULL): lists never load the image itself. */
+  /**
+   * Generated column (signature IS NOT NULL): lists never load the image itself. The table has no
+   * NOT NULL on it, as the migration made it; its expression is never null.
+   */
   @Column({
     type: 'boolean',
+    nullable: true,
     generatedType: 'STORED',
     asExpression: 'signature IS NOT NULL',
     insert: false,
