@@ -63,14 +63,20 @@ const SCOPES: Array<[string, DataScope]> = [
 
 /**
  * PreparedQueries that records each statement and answers as the database would for a scenario:
- * `matches` is what a search's capped count finds, and every page comes back full.
+ * `matches` is what a search's capped count finds, and every page comes back full, except the next
+ * `shortWalks` walks (their matches far down the list order).
  */
 class Recorder {
   statements: Array<{ text: string; values: unknown[] }> = [];
   matches = 0;
+  shortWalks = 0;
 
   query<T>(text: string, values: unknown[]): Promise<T[]> {
     this.statements.push({ text, values });
+    if (/ LIMIT \$\d+\) [ps] WHERE /.test(text) && this.shortWalks > 0) {
+      this.shortWalks--;
+      return Promise.resolve([]);
+    }
     if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', clinic: '100000', indexed: true }] as T[]);
     if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
@@ -83,7 +89,8 @@ class Recorder {
     if (/ AS total, /.test(text)) return Promise.resolve([{ total: '100', version: '1.1' }] as T[]);
     if (/ AS version$/.test(text)) return Promise.resolve([{ version: '1.1' }] as T[]);
     const limit = Number(values[values.length - 2]) || 15;
-    return Promise.resolve(Array.from({ length: limit }, () => ({ id: 'x', _total: '100', _version: '1.1' })) as T[]);
+    const row = { id: 'x', study_date: '2015-01-01', patient_name: 'SILVA', _total: '100', _version: '1.1' };
+    return Promise.resolve(Array.from({ length: limit }, () => row) as T[]);
   }
 }
 
@@ -150,6 +157,15 @@ async function recordQueries(): Promise<Record<string, string>> {
         true,
       );
     }
+    const bunched = repositories();
+    recorder.shortWalks = 1;
+    await record(
+      'studies',
+      `${who}: the same search again, its matches far down the list (walked from its first match)`,
+      1001,
+      () => bunched.studies.listStudies(scope, { search: 'silva' }, 0, 15),
+      true,
+    );
     await record('patients', `${who}: the list, page 1`, 0, () =>
       repositories().patients.listPatients(scope, undefined, 0, 20),
     );

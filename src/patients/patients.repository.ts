@@ -44,6 +44,7 @@ export const PATIENTS_LIST: ListSpec = {
   searchText: 'p.search_text',
   // All in the name order indexes (InitialSchema migration).
   walkColumns: 'p.id, p.patient_name, p.created_at, p.search_text',
+  walkFrom: { field: 'patient_name', condition: (name) => `p.patient_name >= ${name}` },
 };
 
 /** A search of the patients list, as ListSearch reads it. */

@@ -108,6 +108,7 @@ export const STUDIES_LIST: ListSpec = {
   searchText: 's.search_text',
   // All in the order indexes (InitialSchema migration).
   walkColumns: 's.id, s.study_date, s.created_at, s.search_text',
+  walkFrom: { field: 'study_date', condition: (date) => `s.study_date <= ${date}::date` },
 };
 
 /** The studies list's conditions without a search, as SQL with positional parameters. */

@@ -183,8 +183,9 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
   });
 
   it('past 1,000 matches: total 1000, total_exact false, pages exact and in order up to the cap, walked or collected', async () => {
-    // 1,300 recent matches among 400 newer non-matches (walked), and 1,100 matches that sit under
-    // 2,600 newer non-matches (a walk comes back short: collected).
+    // 1,300 recent matches among 400 newer non-matches (walked), and 1,101 matches that sit under
+    // 2,600 newer non-matches (a walk comes back short: collected, then walked from the first match,
+    // which is a year newer than the others).
     const insert = (from: number, count: number, name: string, day: string) =>
       t.db.query(
         `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, accession_number, study_date, created_at)
@@ -195,6 +196,7 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     await insert(1, 1300, 'Many Zebrafinch', '2025-05-01');
     await insert(2000, 400, 'Nobody Else', '2025-06-01');
     await insert(3000, 1100, 'Deep Quokkasson', '2015-01-01');
+    await insert(4500, 1, 'Deep Quokkasson', '2016-06-01');
     await insert(5000, 2600, 'Newer Person', '2020-01-01');
     // Older rows that make the unit larger than SMALL_SCOPE_ROWS, which is walked whole.
     await insert(8000, SMALL_SCOPE_ROWS - 5000, 'Older Person', '2010-01-01');
@@ -210,6 +212,23 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     }
     const exactly = await t.http.get('/api/studies', { token: other.token1, query: { search: 'nobody else' } });
     expect(exactly.body).toMatchObject({ total: 400, total_exact: true, last_page: 27 });
+
+    // Patients in name order: 1,101 matches after 2,600 names that come first (collected, then
+    // walked from the first match, whose name comes before the others'), in a clinic of 10,101.
+    const patients = (from: number, count: number, name: string) =>
+      t.db.query(
+        `INSERT INTO patients (tenant_id, patient_id, patient_name)
+         SELECT $1, 'QP' || n, $2 FROM generate_series(${from}, ${from + count - 1}) AS n`,
+        [other.tenant.id, name],
+      );
+    await patients(1, 1, 'Yak Quokkapat');
+    await patients(2, 1100, 'Zed Quokkapat');
+    await patients(2000, 2600, 'Newer Person');
+    await patients(5000, SMALL_SCOPE_ROWS - 3700, 'Older Person');
+    const expected = await oracle('patients', 'p.tenant_id = $2', [other.tenant.id], 'quokkapat');
+    expect(expected.length).toBeGreaterThan(1000);
+    await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 3, 25, 50, 51]);
+    await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 50]);
   });
 
   it("a clinic whose id starts like another's (the terms' key) finds only its own studies and patients", async () => {

@@ -20,6 +20,7 @@ const SPEC: ListSpec = {
   scope: { tenant: 't.tenant_id', unit: 't.unit_id' },
   searchText: 't.search_text',
   walkColumns: 't.id, t.name, t.search_text',
+  walkFrom: { field: 'name', condition: (name) => `t.name >= ${name}` },
 };
 
 describe('searchPlan', () => {

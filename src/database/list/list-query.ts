@@ -30,6 +30,12 @@ export interface ListSpec {
    * order index, so a walk never leaves it.
    */
   walkColumns: string;
+  /**
+   * Where a walk may start when only the rows from a given row on are wanted: the order's leading
+   * column compared with that row's value of it (`field` of a page's row). It skips rows before the
+   * given row's leading value and none after it.
+   */
+  walkFrom: { field: string; condition: (value: string) => string };
 }
 
 /** A search's total is exact up to this many matches (docs/search.md). */

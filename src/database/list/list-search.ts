@@ -114,7 +114,10 @@ function termsPay(meta: SearchMeta, estimate: number): boolean {
   return meta.indexed && meta.walked > SMALL_SCOPE_ROWS && (estimate * meta.clinic) / Math.max(1, meta.walked) < meta.walked;
 }
 
-/** A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`, `matched`: see searchWhere. */
+/**
+ * A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`, `matched`: see
+ * searchWhere; `from`: a walk starts at this leading order value (ListSpec.walkFrom).
+ */
 export function searchPageSql(
   query: ListSearchQuery,
   plan: SearchPlan,
@@ -124,11 +127,13 @@ export function searchPageSql(
   cap: number,
   indexed = false,
   matched?: string[],
+  from?: string,
 ): string {
   const { spec } = query;
   const version = `, ${query.counters(p).version} AS _version`;
   if (plan === 'walk') {
-    return listWalkPageSql(spec, query.conditions(p), listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
+    const scope = query.conditions(p) + (from === undefined ? '' : ` AND ${spec.walkFrom.condition(p.add(from))}`);
+    return listWalkPageSql(spec, scope, listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
   }
   return listPageSql(spec, searchWhere(query, p, indexed, matched), version, p, offset, limit, true);
 }
@@ -237,20 +242,31 @@ export class ListSearch {
     const current = (rows: PageColumns[]) => !verify || (rows.length > 0 && rows[0]._version === kept.version);
     if (wanted <= 0) return !verify || (await this.versionOf(query)) === kept.version ? { rows: [], total, exact } : null;
 
-    if (searchPlan(kept.total, kept.bunched === true, kept.walked, kept.indexed) === 'walk') {
+    // A bunched search whose first match is known walks from it: its matches sit together there.
+    const from = kept.bunched ? kept.walkFrom : undefined;
+    if (searchPlan(kept.total, kept.bunched === true, kept.walked, kept.indexed) === 'walk' || from) {
       const q = new SqlParams();
       const cap = walkCap(kept.total, kept.walked, offset, wanted);
-      const rows = await this.prepared.query<Row & PageColumns>(searchPageSql(query, 'walk', q, offset, wanted, cap), q.values);
+      const rows = await this.prepared.query<Row & PageColumns>(
+        searchPageSql(query, 'walk', q, offset, wanted, cap, false, undefined, from ?? undefined),
+        q.values,
+      );
       if (rows.length > 0 && !current(rows)) return null;
       if (rows.length >= wanted) return { rows, total, exact };
-      kept.bunched = true;
+      if (from) kept.walkFrom = null;
+      else kept.bunched = true;
     }
     const q = new SqlParams();
     const rows = await this.prepared.query<Row & PageColumns>(
       searchPageSql(query, 'collect', q, offset, wanted, 0, kept.indexed, kept.clinics),
       q.values,
     );
-    return current(rows) ? { rows, total, exact } : null;
+    if (!current(rows)) return null;
+    // The first page's first row is the first match: under this version, every match is at or after it.
+    if (kept.bunched && kept.walkFrom === undefined && offset === 0 && rows.length > 0) {
+      kept.walkFrom = String((rows[0] as Record<string, unknown>)[query.spec.walkFrom.field]);
+    }
+    return { rows, total, exact };
   }
 
   /** The scope's sizes (kept a minute) and whether the fragment has index terms, asked only when not known. */

@@ -30,6 +30,12 @@ export interface KeptSearch extends KeptCount {
   /** A walk of this search came back short: its matches sit together far down the list order. */
   bunched?: boolean;
   /**
+   * Of a bunched search, the leading order value of its first match (ListSpec.walkFrom), from the
+   * first page it collected: its pages walk from there. Null when such a walk came back short too
+   * (its matches spread far after the first): its pages are collected.
+   */
+  walkFrom?: string | null;
+  /**
    * The clinics of its matches, when they were counted whole through the index terms: its pages
    * read only those clinics' terms. A match elsewhere is a change that moves the version first.
    */
