@@ -7,7 +7,6 @@ import {
   ListSpec,
   listWalkPageSql,
   SEARCH_TOTAL_CAP,
-  SearchPlan,
   searchPlan,
   SMALL_SCOPE_ROWS,
   walkCap,
@@ -115,27 +114,34 @@ function termsPay(meta: SearchMeta, estimate: number): boolean {
 }
 
 /**
- * A page of the search by `plan`; `cap`: the rows a walk may read; `indexed`, `matched`: see
- * searchWhere; `from`: a walk starts at this leading order value (ListSpec.walkFrom).
+ * A page of the search walked in list order: at most `cap` rows of the scope, from the start or,
+ * with `from`, from that leading order value on (ListSpec.walkFrom).
  */
-export function searchPageSql(
+export function searchWalkSql(
   query: ListSearchQuery,
-  plan: SearchPlan,
   p: SqlParams,
   offset: number,
   limit: number,
   cap: number,
-  indexed = false,
-  matched?: string[],
   from?: string,
 ): string {
   const { spec } = query;
   const version = `, ${query.counters(p).version} AS _version`;
-  if (plan === 'walk') {
-    const scope = query.conditions(p) + (from === undefined ? '' : ` AND ${spec.walkFrom.condition(p.add(from))}`);
-    return listWalkPageSql(spec, scope, listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
-  }
-  return listPageSql(spec, searchWhere(query, p, indexed, matched), version, p, offset, limit, true);
+  const scope = query.conditions(p) + (from === undefined ? '' : ` AND ${spec.walkFrom.condition(p.add(from))}`);
+  return listWalkPageSql(spec, scope, listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
+}
+
+/** A page of the search's matches collected and sorted; `indexed`, `matched`: see searchWhere. */
+export function searchCollectSql(
+  query: ListSearchQuery,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+  indexed: boolean,
+  matched?: string[],
+): string {
+  const version = `, ${query.counters(p).version} AS _version`;
+  return listPageSql(query.spec, searchWhere(query, p, indexed, matched), version, p, offset, limit, true);
 }
 
 /** What a search learns of its scope: the rows a walk reads, its clinics' rows, whether the fragment has terms. */
@@ -248,7 +254,7 @@ export class ListSearch {
       const q = new SqlParams();
       const cap = walkCap(kept.total, kept.walked, offset, wanted);
       const rows = await this.prepared.query<Row & PageColumns>(
-        searchPageSql(query, 'walk', q, offset, wanted, cap, false, undefined, from ?? undefined),
+        searchWalkSql(query, q, offset, wanted, cap, from ?? undefined),
         q.values,
       );
       if (rows.length > 0 && !current(rows)) return null;
@@ -258,7 +264,7 @@ export class ListSearch {
     }
     const q = new SqlParams();
     const rows = await this.prepared.query<Row & PageColumns>(
-      searchPageSql(query, 'collect', q, offset, wanted, 0, kept.indexed, kept.clinics),
+      searchCollectSql(query, q, offset, wanted, kept.indexed, kept.clinics),
       q.values,
     );
     if (!current(rows)) return null;
