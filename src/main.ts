@@ -1,4 +1,5 @@
 import './config/v8-flags';
+import './config/async-resource-bind';
 import { createApiApp } from './app.factory';
 import { ConfigError, loadConfig } from './config/environment';
 

@@ -1,4 +1,5 @@
 import './config/v8-flags';
+import './config/async-resource-bind';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { WorkerModule } from './app.module';
