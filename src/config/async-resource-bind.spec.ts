@@ -21,10 +21,20 @@ describe('AsyncResource#bind without the deprecated asyncResource accessor', () 
     expect(seen).toEqual([resource.asyncId(), receiver, 2, 3]);
     expect(bound.length).toBe(2);
 
+    // Node's own signature takes a thisArg that @types/node leaves out.
+    const bindWithThis = resource.bind as unknown as (
+      this: AsyncResource,
+      fn: () => unknown,
+      thisArg: unknown,
+    ) => () => unknown;
     const self = { name: 'bound this' };
-    const withThis = resource.bind(function (this: unknown) {
-      return this;
-    }, self);
+    const withThis = bindWithThis.call(
+      resource,
+      function (this: unknown) {
+        return this;
+      },
+      self,
+    );
     expect(withThis.call({ other: true })).toBe(self);
   });
 
