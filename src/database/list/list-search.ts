@@ -249,14 +249,11 @@ export class ListSearch {
     if (wanted <= 0) return !verify || (await this.versionOf(query)) === kept.version ? { rows: [], total, exact } : null;
 
     // A bunched search whose first match is known walks from it: its matches sit together there.
-    const from = kept.bunched ? kept.walkFrom : undefined;
-    if (searchPlan(kept.total, kept.bunched === true, kept.walked, kept.indexed) === 'walk' || from) {
+    const from = (kept.bunched && kept.walkFrom) || undefined;
+    if (from || searchPlan(kept.total, kept.bunched === true, kept.walked, kept.indexed) === 'walk') {
       const q = new SqlParams();
       const cap = walkCap(kept.total, kept.walked, offset, wanted);
-      const rows = await this.prepared.query<Row & PageColumns>(
-        searchWalkSql(query, q, offset, wanted, cap, from ?? undefined),
-        q.values,
-      );
+      const rows = await this.prepared.query<Row & PageColumns>(searchWalkSql(query, q, offset, wanted, cap, from), q.values);
       if (rows.length > 0 && !current(rows)) return null;
       if (rows.length >= wanted) return { rows, total, exact };
       if (from) kept.walkFrom = null;
