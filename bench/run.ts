@@ -197,6 +197,18 @@ async function typedFragments(
   });
 }
 
+/**
+ * Huge pages held on this machine, in use or reserved (/proc/meminfo): PostgreSQL's shared memory
+ * when the server runs here and the kernel has them (vm.nr_hugepages; PostgreSQL's huge_pages=try).
+ * Without them every backend maps the shared buffers it touches 4 kB at a time (bench/README.md).
+ */
+function hugePagesHeldMb(): number {
+  const info = existsSync('/proc/meminfo') ? readFileSync('/proc/meminfo', 'utf8') : '';
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  const pages = field('HugePages_Total') - field('HugePages_Free') + field('HugePages_Rsvd');
+  return Math.round((pages * field('Hugepagesize')) / 1024);
+}
+
 async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> {
   const db = new Client({ connectionString: url });
   await db.connect();
@@ -270,8 +282,9 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
               (SELECT count(*) FROM patients) AS patients, (SELECT count(*) FROM tenants) AS tenants,
               (SELECT count(*) FROM instances) AS instances`,
     );
-    const version = await one<{ v: string; buffers: string }>(
-      `SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS buffers`,
+    const version = await one<{ v: string; buffers: string; huge: string }>(
+      `SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS buffers,
+              current_setting('huge_pages') AS huge`,
     );
     return {
       tenantId: tenant.id,
@@ -298,7 +311,7 @@ async function loadFixtures(url: string, searchSeed: number): Promise<Fixtures> 
         tenants: Number(sizes.tenants),
         instances: Number(sizes.instances),
       },
-      postgres: `${version.v}, shared_buffers ${version.buffers}`,
+      postgres: `${version.v}, shared_buffers ${version.buffers}, huge_pages ${version.huge} (${hugePagesHeldMb()} MB of huge pages held on this machine)`,
     };
   } finally {
     await db.end();
