@@ -50,7 +50,8 @@ describe('POST /api/imgsrv/door', () => {
   });
 
   it('answers 400 {error: Invalid door request} for a body that is not the question', async () => {
-    for (const body of [{}, { Sender: 'CT' }, { Sender: {}, StudyInstanceUID: 42 }, ['x']]) {
+    const nul = { Sender: { Origin: 'DicomProtocol', Aet: 'CT' }, StudyInstanceUID: '1.2.3\u0000' };
+    for (const body of [{}, { Sender: 'CT' }, { Sender: {}, StudyInstanceUID: 42 }, ['x'], nul]) {
       const res = await ask(body);
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ error: 'Invalid door request' });

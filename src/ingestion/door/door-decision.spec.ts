@@ -109,7 +109,18 @@ describe('parseDoorRequest', () => {
   });
 
   it('refuses anything else', () => {
-    for (const body of [null, [], 'x', {}, { Sender: 'CT' }, { Sender: {}, Holder: [] }, { Sender: {}, StudyInstanceUID: 7 }]) {
+    for (const body of [
+      null,
+      [],
+      'x',
+      {},
+      { Sender: 'CT' },
+      { Sender: {}, Holder: [] },
+      { Sender: {}, StudyInstanceUID: 7 },
+      { Sender: {}, StudyInstanceUID: '1.2.3\u0000' },
+      { Sender: { Aet: 'CT\u0000' }, StudyInstanceUID: '1.2.3' },
+      { Sender: {}, StudyInstanceUID: '1.2.3', PatientID: 'P\ud800' },
+    ]) {
       expect(parseDoorRequest(body)).toBeNull();
     }
   });

@@ -1,3 +1,4 @@
+import { unstorableTextFields } from '../../common/http/storable-text.pipe';
 import { DoorRequest, StoredBy } from './door-decision';
 
 const MAX_TEXT = 256;
@@ -16,10 +17,12 @@ function storedBy(value: unknown): StoredBy | null | undefined {
 /**
  * The filter's question as webhook.lua sends it (Orthanc's DumpJson):
  * `{StudyInstanceUID, PatientID, Sender, Holder?, Replaces?, HeldForOtherPatient}`, each sender as
- * `{Origin, Aet, Ip}`. Null when it is not that shape: the caller answers 400.
+ * `{Origin, Aet, Ip}`. Null when it is not that shape, or holds text PostgreSQL cannot store (a NUL,
+ * a lone surrogate), which would fail the lookups: the caller answers 400.
  */
 export function parseDoorRequest(body: unknown): DoorRequest | null {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  if (unstorableTextFields(body).length > 0) return null;
   const fields = body as Record<string, unknown>;
   const sender = storedBy(fields.Sender);
   const holder = storedBy(fields.Holder);
