@@ -178,28 +178,30 @@ async function main(): Promise<void> {
     // Download: Orthanc's own archive against the API's, best of three each, taken in turn so that
     // a change of the machine's load falls on both. Throughput in the study's own bytes (the ZIP is
     // deflated: generated images shrink a lot).
-    const download = (url: string, headers: Record<string, string>) => timed(async () => drain(await fetch(url, { headers })));
-    const orthancArchive = { bytes: 0, seconds: Infinity };
-    const apiArchive = { bytes: 0, seconds: Infinity };
+    const orthancArchive = {
+      url: `${orthanc.url}/studies/${stored.ID}/archive`,
+      headers: { Authorization: authorization },
+      bytes: 0,
+      seconds: Infinity,
+    };
+    const apiArchive = {
+      url: `${api.url}/api/studies/${study.id}/archive`,
+      headers: { authorization: `Bearer ${token}` },
+      bytes: 0,
+      seconds: Infinity,
+    };
     for (let run = 0; run < 3; run++) {
-      for (const [best, url, headers] of [
-        [orthancArchive, `${orthanc.url}/studies/${stored.ID}/archive`, { Authorization: authorization }],
-        [apiArchive, `${api.url}/api/studies/${study.id}/archive`, { authorization: `Bearer ${token}` }],
-      ] as const) {
-        const { value, seconds } = await download(url, headers);
-        best.bytes = value;
-        best.seconds = Math.min(best.seconds, seconds);
+      for (const side of [orthancArchive, apiArchive]) {
+        const { value, seconds } = await timed(async () => drain(await fetch(side.url, { headers: side.headers })));
+        side.bytes = value;
+        side.seconds = Math.min(side.seconds, seconds);
       }
     }
     const downloadMemory = rssSampler(pid, 50);
     const downloadRssStart = memoryOf(pid)!.rssMb;
     downloadMemory.resetPeak();
     const concurrent = await timed(() =>
-      Promise.all(
-        Array.from({ length: 4 }, async () =>
-          drain(await fetch(`${api.url}/api/studies/${study.id}/archive`, { headers: { authorization: `Bearer ${token}` } })),
-        ),
-      ),
+      Promise.all(Array.from({ length: 4 }, async () => drain(await fetch(apiArchive.url, { headers: apiArchive.headers })))),
     );
     const downloadGrowth = downloadMemory.peak() - downloadRssStart;
     downloadMemory.stop();
