@@ -15,6 +15,29 @@ const EXPLICIT_BE = '1.2.840.10008.1.2.2';
 const DEFLATED = '1.2.840.10008.1.2.1.99';
 /** Explicit VRs with a reserved word and a 32-bit length. */
 const LONG_VRS = new Set(['OB', 'OD', 'OF', 'OL', 'OV', 'OW', 'SQ', 'SV', 'UC', 'UN', 'UR', 'UT', 'UV']);
+const SHORT_VRS = new Set([
+  'AE',
+  'AS',
+  'AT',
+  'CS',
+  'DA',
+  'DS',
+  'DT',
+  'FD',
+  'FL',
+  'IS',
+  'LO',
+  'LT',
+  'PN',
+  'SH',
+  'SL',
+  'SS',
+  'ST',
+  'TM',
+  'UI',
+  'UL',
+  'US',
+]);
 const UNDEFINED = 0xffffffff;
 const ITEM = 0xfffee000;
 const ITEM_END = 0xfffee00d;
@@ -28,6 +51,7 @@ const WANTED: Record<number, keyof DicomHead> = {
   0x0020000e: 'seriesInstanceUid',
 };
 const LAST_WANTED = 0x0020000e;
+const UID = /^[0-9.]+$/;
 
 class Truncated extends Error {}
 
@@ -95,12 +119,24 @@ class Reader {
       this.skip(2);
       return { tag, vr, length: this.u32() };
     }
+    // DCMTK reads a VR it does not know with a 32-bit length: refused rather than read another way.
+    if (!SHORT_VRS.has(vr)) throw new NotDicomError(`element ${hex(tag)} has an unknown VR`);
     return { tag, vr, length: this.u16() };
   }
 
-  /** Skips an element's value; an undefined length is a sequence (or encapsulated data) read to its end. */
-  skipValue(length: number): void {
+  /**
+   * Skips an element's value; an undefined length is a sequence (or encapsulated data) read to its
+   * end. A UN of undefined length holds a sequence in implicit VR little endian whatever the file's
+   * transfer syntax (PS3.5 6.2.2, and so DCMTK reads it).
+   */
+  skipValue(length: number, vr: string | null): void {
     if (length !== UNDEFINED) return this.skip(length);
+    if (vr === 'UN') {
+      const implicit = new Reader(this.data, this.at, false, true);
+      implicit.skipValue(length, null);
+      this.at = implicit.at;
+      return;
+    }
     for (;;) {
       const item = this.header();
       if (item.tag === SEQUENCE_END) return;
@@ -112,7 +148,7 @@ class Reader {
       for (;;) {
         const element = this.header();
         if (element.tag === ITEM_END) break;
-        this.skipValue(element.length);
+        this.skipValue(element.length, element.vr);
       }
     }
   }
@@ -134,30 +170,40 @@ export function readDicomHead(head: Buffer): DicomHead {
     let sopClassUid = '';
     let sopInstanceUid = '';
     let previous = -1;
+    let metaEnd: number | null = null;
     while (meta.at + 2 <= head.length && head.readUInt16LE(meta.at) === 0x0002) {
       const { tag, length } = meta.header();
       previous = ascending(tag, previous);
       if (length === UNDEFINED) throw new NotDicomError('a malformed file meta group');
-      if (tag === 0x00020010) transferSyntax = meta.text(length);
+      if (tag === 0x00020000) {
+        if (length !== 4) throw new NotDicomError('a malformed file meta group');
+        const groupLength = meta.u32();
+        metaEnd = meta.at + groupLength;
+      } else if (tag === 0x00020010) transferSyntax = meta.text(length);
       else if (tag === 0x00020002) sopClassUid = meta.text(length);
       else if (tag === 0x00020003) sopInstanceUid = meta.text(length);
       else meta.skip(length);
     }
+    // DCMTK ends the group where its length says and reads what follows in the dataset's syntax.
+    if (metaEnd !== null && metaEnd !== meta.at) throw new NotDicomError('a file meta group longer or shorter than its length');
     if (!transferSyntax) throw new NotDicomError('no transfer syntax in the file meta group');
     if (transferSyntax === DEFLATED) throw new NotDicomError('a deflated transfer syntax, which this archive does not accept');
     const dataset = new Reader(head, meta.at, transferSyntax !== IMPLICIT_LE, transferSyntax !== EXPLICIT_BE);
     const found: Partial<DicomHead> = { sopClassUid, sopInstanceUid, patientId: '' };
     previous = -1;
     while (dataset.at < head.length) {
-      const { tag, length } = dataset.header();
+      const { tag, vr, length } = dataset.header();
       previous = ascending(tag, previous);
       if (tag > LAST_WANTED) break;
       const field = WANTED[tag];
       if (field && length !== UNDEFINED) found[field] = dataset.text(length);
-      else dataset.skipValue(length);
+      else dataset.skipValue(length, vr);
     }
     for (const field of ['sopClassUid', 'sopInstanceUid', 'studyInstanceUid', 'seriesInstanceUid'] as const) {
-      if (!found[field]) throw new NotDicomError(`no ${field.replace(/Uid$/, 'UID').replace(/^./, (c) => c.toUpperCase())}`);
+      const name = field.replace(/Uid$/, 'UID').replace(/^./, (c) => c.toUpperCase());
+      if (!found[field]) throw new NotDicomError(`no ${name}`);
+      // Digits and dots only (PS3.5 9.1): nothing the image server could read as another UID.
+      if (!UID.test(found[field])) throw new NotDicomError(`a ${name} that is not a UID`);
     }
     return found as DicomHead;
   } catch (error) {
