@@ -1,15 +1,18 @@
-import { HttpStatus, Injectable, Logger } from '@nestjs/common';
-import { createHash, Hash } from 'crypto';
+import { HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
+import { createHash, Hash, randomUUID } from 'crypto';
 import { createReadStream, createWriteStream, promises as fs, WriteStream } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import type { Readable } from 'stream';
 import { once } from 'events';
+import { setTimeout as sleep } from 'timers/promises';
+import Redis from 'ioredis';
 import { AuditService } from '../audit';
 import type { AuthUser } from '../common/auth/auth-user';
 import type { RecordPlace } from '../common/auth/data-scope';
 import { ApiError, ErrorBodies, Errors } from '../common/errors/api-errors';
 import type { Requester } from '../common/http/requester';
+import { REDIS } from '../common/redis/redis.module';
 import { UnitsRepository } from '../clinics';
 import { ImgsrvClient, ImgsrvError } from '../imgsrv';
 import { StudiesRepository } from '../studies';
@@ -21,6 +24,10 @@ import { UploadClaim, UploadPlace, UploadPlacementsRepository } from './upload-p
 const HEAD_BYTES = 1024 * 1024;
 /** Parts checked and stored at once while the body keeps arriving (memory: this many heads). */
 const PARALLEL_PARTS = 4;
+/** How long one instance's check and store may hold it, and another upload of it wait. */
+const INSTANCE_HOLD_MS = 5 * 60_000;
+/** Deletes the hold only when it is still this upload's (it may have expired and been taken). */
+const RELEASE_HOLD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 
 /** PS3.18 failure reasons of a refused instance (00081197). */
 const FailureReason = {
@@ -43,13 +50,9 @@ interface Target {
   unitOnly: boolean;
 }
 
-/** What the parts of one body share: each study's check, the instances being stored. */
+/** What the parts of one body share: each study's check. */
 interface UploadState {
-  /** Per study: whether it is new to the image server with this upload (see checkStudy). */
-  studyVerdicts: Map<string, Promise<boolean>>;
-  instances: Map<string, Promise<void>>;
-  /** The MD5 of each instance this body stored. */
-  stored: Map<string, string>;
+  studyVerdicts: Map<string, Promise<void>>;
   /** Per study: the upload placement its verdict rests on (made by this body or found), settled after the body. */
   claims: Map<string, UploadClaim>;
 }
@@ -108,6 +111,7 @@ export class StowService {
     private readonly units: UnitsRepository,
     private readonly placements: UploadPlacementsRepository,
     private readonly audit: AuditService,
+    @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
   async store(
@@ -125,7 +129,7 @@ export class StowService {
     }
     const dir = await fs.mkdtemp(join(tmpdir(), 'pacs-stow-'));
     const outcomes: Outcome[] = [];
-    const upload: UploadState = { studyVerdicts: new Map(), instances: new Map(), stored: new Map(), claims: new Map() };
+    const upload: UploadState = { studyVerdicts: new Map(), claims: new Map() };
     // Parts being checked and stored while the next ones arrive.
     const inFlight = new Set<Promise<void>>();
     let spool: Spool | null = null;
@@ -241,28 +245,36 @@ export class StowService {
       }
       const uid = head.studyInstanceUid!;
       if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid, upload));
-      const newStudy = await upload.studyVerdicts.get(uid);
-      // Two parts of one instance in one body are taken in turn: the second then meets the first as archived.
+      await upload.studyVerdicts.get(uid);
       const sop = head.sopInstanceUid!;
-      while (upload.instances.has(sop)) await upload.instances.get(sop);
-      let done!: () => void;
-      upload.instances.set(sop, new Promise<void>((resolve) => (done = resolve)));
-      try {
-        // An instance of a study new to the image server with this upload can only meet those this
-        // body stored: no need to ask the image server.
-        const archived = newStudy ? this.storedByThisBody(upload, sop, part.md5) : await this.alreadyArchived(sop, part.md5);
-        if (archived) return { stored: true, head: head as DicomHead };
-        await this.send(part);
-        upload.stored.set(sop, part.md5);
-        return { stored: true, head: head as DicomHead };
-      } finally {
-        upload.instances.delete(sop);
-        done();
-      }
+      await this.holding(sop, async () => {
+        if (!(await this.alreadyArchived(sop, part.md5))) await this.send(part);
+      });
+      return { stored: true, head: head as DicomHead };
     } catch (error) {
       if (error instanceof Refusal) return { stored: false, head, code: error.code, reason: error.message };
       this.logger.warn(`STOW-RS: instance ${head.sopInstanceUid ?? '?'} not stored: ${(error as Error)?.message ?? error}`);
       return { stored: false, head, code: FailureReason.processingFailure, reason: 'the archive could not store it now' };
+    }
+  }
+
+  /**
+   * One instance's check and store, with no other upload of that SOPInstanceUID between them (in
+   * this body or another, in any API process): checked apart, two uploads of one instance with
+   * other content would both find it not archived, and the second would replace the first.
+   */
+  private async holding(sopInstanceUid: string, work: () => Promise<void>): Promise<void> {
+    const key = `stow:instance:${sopInstanceUid}`;
+    const token = randomUUID();
+    const giveUpAt = Date.now() + INSTANCE_HOLD_MS;
+    while ((await this.redis.set(key, token, 'PX', INSTANCE_HOLD_MS, 'NX')) === null) {
+      if (Date.now() > giveUpAt) throw new Error('another upload of this instance is still being stored');
+      await sleep(20);
+    }
+    try {
+      await work();
+    } finally {
+      await this.redis.eval(RELEASE_HOLD, 1, key, token).catch(() => undefined);
     }
   }
 
@@ -282,26 +294,20 @@ export class StowService {
    * The study may take this upload when the archive holds it only within the target (the clinic,
    * or for a regular user the unit), or not at all: then its placement is recorded first. A study
    * the image server already holds but the archive has not placed (being received from a device)
-   * is refused: its device decides where it goes. True when this upload brings the study to the
-   * image server (its placement made here, the image server without it).
+   * is refused: its device decides where it goes.
    */
-  private async checkStudy(user: AuthUser, target: Target, studyUid: string, upload: UploadState): Promise<boolean> {
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string, upload: UploadState): Promise<void> {
     const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
-    if (places.length > 0) {
-      this.assertWithin(target, places);
-      return false;
-    }
+    if (places.length > 0) return this.assertWithin(target, places);
     const claim = await this.placements.claim(studyUid, target, user.id);
     this.assertWithin(target, [claim.place]);
     // Kept before the image server is asked: should that fail, settleClaims still takes the claim back.
     upload.claims.set(studyUid, claim);
-    if (!claim.made) return false;
-    if (await this.imageServerHolds(studyUid)) {
+    if (claim.made && (await this.imageServerHolds(studyUid))) {
       upload.claims.delete(studyUid);
       await this.placements.release(studyUid, target);
       throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
     }
-    return true;
   }
 
   private async imageServerHolds(studyUid: string): Promise<boolean> {
@@ -335,15 +341,6 @@ export class StowService {
   private async releaseUnused(user: AuthUser, studyUid: string, place: UploadPlace): Promise<void> {
     await this.placements.release(studyUid, place);
     if (await this.imageServerHolds(studyUid)) await this.placements.claim(studyUid, place, user.id);
-  }
-
-  /** `alreadyArchived` for a study this body brings to the image server: what this body stored. */
-  private storedByThisBody(upload: UploadState, sopInstanceUid: string, md5: string): boolean {
-    const stored = upload.stored.get(sopInstanceUid);
-    if (stored === undefined) return false;
-    if (stored !== md5)
-      throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
-    return true;
   }
 
   /**

@@ -261,6 +261,47 @@ describe('STOW-RS upload through the real Orthanc', () => {
     ]);
   });
 
+  // Two uploads of one instance with other content, at once: checked apart, each found it not
+  // archived and the second replaced the first. One is stored, the others refused, and the image
+  // server holds the content of the one stored.
+  it.each([
+    ['in a new study, from two bodies of one user', 1],
+    ['in a new study, from 6 bodies at once', 5],
+  ])('takes concurrent uploads of one instance in turn %s', async (_, tampered) => {
+    const written = await study(3);
+    const files = await filesOf(written);
+    const versions = [files[0]];
+    for (let i = 0; i < tampered; i++) {
+      const copy = Buffer.from(files[0]);
+      copy[copy.length - 1 - i] ^= 0xff;
+      versions.push(copy);
+    }
+    // Each body also carries the study's other instances, so each may be the one that brings the study.
+    const answers = await Promise.all(
+      versions.map((version) => stow([{ data: files[1] }, { data: version }, { data: files[2] }], clinic.token1)),
+    );
+    const storedBy = answers.map((answer) => storedUids(answer.json).includes(written.sopInstanceUids[0]));
+    expect(storedBy.filter(Boolean)).toHaveLength(1);
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.status).toBe(200);
+      expect(storedUids(answer.json)).toEqual(expect.arrayContaining([written.sopInstanceUids[1], written.sopInstanceUids[2]]));
+      if (!storedBy[i]) {
+        expect(refused(answer.json)).toEqual([
+          { uid: written.sopInstanceUids[0], code: 0x0124, reason: 'it would replace an archived instance with other content' },
+        ]);
+      }
+    }
+    const [found] = await fetch(`${orthanc.url}/tools/lookup`, {
+      method: 'POST',
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+      body: written.sopInstanceUids[0],
+    }).then((r) => r.json() as Promise<Array<{ ID: string }>>);
+    const file = await fetch(`${orthanc.url}/instances/${found.ID}/file`, {
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password) },
+    });
+    expect(Buffer.from(await file.arrayBuffer())).toEqual(versions[storedBy.indexOf(true)]);
+  });
+
   it("takes back a new study's placement when the image server refuses its only instance", async () => {
     const written = await study(1);
     const [data] = await filesOf(written);
