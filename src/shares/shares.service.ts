@@ -38,7 +38,7 @@ export const ShareErrors = {
 /** 429 with the seconds until the share opens again, for Retry-After. */
 export class ShareLockedError extends ApiError {
   constructor(readonly retryAfterSeconds: number) {
-    super(HttpStatus.TOO_MANY_REQUESTS, { message: 'Too many wrong passcodes: this link is locked for a while.' });
+    super(HttpStatus.TOO_MANY_REQUESTS, ErrorBodies.tooManyAttempts);
   }
 }
 

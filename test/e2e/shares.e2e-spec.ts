@@ -308,7 +308,7 @@ describe('Share links', () => {
       }
       const locked = await open(share.token, 'right-passcode', '192.0.2.77');
       expect(locked.status).toBe(429);
-      expect(locked.body).toEqual({ message: 'Too many wrong passcodes: this link is locked for a while.' });
+      expect(locked.body).toEqual({ message: 'Too Many Attempts.' });
       const retryAfter = Number(locked.headers['retry-after']);
       expect(retryAfter).toBeGreaterThan(14 * 60);
       expect(retryAfter).toBeLessThanOrEqual(15 * 60);
