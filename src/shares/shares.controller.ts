@@ -33,7 +33,9 @@ export class SharesController {
   })
   @ApiUnauthorizedResponse({ description: 'Missing or wrong passcode: `{message}`' })
   @ApiTooManyRequestsResponse({
-    description: '5 wrong passcodes in 15 minutes lock the share (even for the right one) until then; `Retry-After`',
+    description:
+      'The 5th wrong passcode within 15 minutes locks the share for 15 minutes (even for the right one, or none): ' +
+      '`{message: "Too Many Attempts."}`, `Retry-After` the seconds left',
   })
   @ApiUnprocessableEntityResponse({ description: 'token missing or not a string, passcode not a string' })
   async open(

@@ -1,5 +1,5 @@
 import { HttpStatus, Inject, Injectable } from '@nestjs/common';
-import { createHash, randomBytes } from 'crypto';
+import { createHash, randomBytes, randomUUID } from 'crypto';
 import Redis from 'ioredis';
 import { AuditService } from '../audit';
 import type { AuthUser } from '../common/auth/auth-user';
@@ -20,7 +20,39 @@ export const SHARE_LOCK_SECONDS = 15 * 60;
 /** A token is 256 random bits as base64url: 43 characters. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
-const failuresKey = (shareId: string) => `share-fails:${shareId}`;
+/**
+ * A share's passcode tries of the last 15 minutes are a sorted set scored by their time (Redis's
+ * clock, ms): `?<id>` while being checked, `<id>` once found wrong; a right one is removed. Both
+ * scripts take KEYS tries, lock and ARGV window ms, tries that lock, try id. RESERVE_TRY answers the
+ * ms to wait (the lock's, or 1 s while the window is full of tries being checked), or 0 for a slot.
+ */
+const triesKey = (shareId: string) => `share-tries:${shareId}`;
+const lockKey = (shareId: string) => `share-lock:${shareId}`;
+
+const RESERVE_TRY = `
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+local locked = redis.call('PTTL', KEYS[2])
+if locked > 0 then return locked end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1000 end
+redis.call('ZADD', KEYS[1], now, '?' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 0`;
+
+const FOUND_WRONG = `
+local at = redis.call('ZSCORE', KEYS[1], '?' .. ARGV[3])
+if not at then return 0 end
+redis.call('ZREM', KEYS[1], '?' .. ARGV[3])
+redis.call('ZADD', KEYS[1], at, ARGV[3])
+local wrong = 0
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(id, 1, 1) ~= '?' then wrong = wrong + 1 end
+end
+if wrong < tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return 1`;
+
 export const tokenHash = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
 export const ShareErrors = {
@@ -37,8 +69,11 @@ export const ShareErrors = {
 
 /** 429 with the seconds until the share opens again, for Retry-After. */
 export class ShareLockedError extends ApiError {
-  constructor(readonly retryAfterSeconds: number) {
-    super(HttpStatus.TOO_MANY_REQUESTS, { message: 'Too many wrong passcodes: this link is locked for a while.' });
+  readonly retryAfterSeconds: number;
+
+  constructor(waitMs: number) {
+    super(HttpStatus.TOO_MANY_REQUESTS, ErrorBodies.tooManyAttempts);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
   }
 }
 
@@ -191,43 +226,25 @@ export class SharesService {
 
   /**
    * A wrong passcode counts towards the lock; a missing one does not (the page asks for it first).
-   * The try is counted before the check and a right passcode gives it back: counted after the
-   * check (tens of milliseconds of scrypt), a burst of concurrent guesses all found the count still
-   * under the lock and were all checked.
+   * The try takes its slot before the check (tens of milliseconds of scrypt) and a right passcode
+   * gives it back: otherwise a burst of concurrent guesses would all find the window still open.
    */
   private async checkPasscode(shareId: string, hash: string, passcode: string | null | undefined): Promise<void> {
     if (!passcode) {
-      await this.assertNotLocked(shareId);
+      const lockedMs = await this.redis.pttl(lockKey(shareId));
+      if (lockedMs > 0) throw new ShareLockedError(lockedMs);
       throw ShareErrors.passcodeRequired();
     }
-    const key = failuresKey(shareId);
-    const [tries, ttl] = await this.redis
-      .multi()
-      .incr(key)
-      .expire(key, SHARE_LOCK_SECONDS, 'NX')
-      .ttl(key)
-      .exec()
-      .then((results) => {
-        const failed = results?.find(([error]) => error);
-        if (!results || failed) throw failed?.[0] ?? new Error('Redis transaction discarded');
-        return [Number(results[0][1]), Number(results[2][1])];
-      });
-    if (tries > SHARE_LOCK_TRIES) {
-      await this.redis.decr(key);
-      throw new ShareLockedError(Math.max(1, ttl));
+    const tryId = randomUUID();
+    const args = [2, triesKey(shareId), lockKey(shareId), SHARE_LOCK_SECONDS * 1000, SHARE_LOCK_TRIES, tryId] as const;
+    const waitMs = Number(await this.redis.eval(RESERVE_TRY, ...args));
+    if (waitMs > 0) throw new ShareLockedError(waitMs);
+    if (await verifyPasscode(passcode, hash)) {
+      await this.redis.zrem(triesKey(shareId), `?${tryId}`);
+      return;
     }
-    if (!(await verifyPasscode(passcode, hash))) throw ShareErrors.wrongPasscode();
-    await this.redis.decr(key);
-  }
-
-  private async assertNotLocked(shareId: string): Promise<void> {
-    const [failures, ttl] = await this.redis
-      .multi()
-      .get(failuresKey(shareId))
-      .ttl(failuresKey(shareId))
-      .exec()
-      .then((results) => (results ?? []).map(([, value]) => value) as [string | null, number]);
-    if (Number(failures) >= SHARE_LOCK_TRIES) throw new ShareLockedError(Math.max(1, ttl));
+    await this.redis.eval(FOUND_WRONG, ...args);
+    throw ShareErrors.wrongPasscode();
   }
 
   private record(

@@ -299,43 +299,115 @@ describe('Share links', () => {
       expect(row.uses).toBe(1);
     });
 
-    it('locks the share after 5 wrong passcodes from any addresses: 429 with Retry-After even for the right one; other shares still open', async () => {
+    const tooMany = { message: 'Too Many Attempts.' };
+    /** Status, body and Retry-After (as a number) of an answer. */
+    const answer = (res: Awaited<ReturnType<typeof open>>) => ({
+      status: res.status,
+      body: res.body,
+      retryAfter: res.headers['retry-after'] === undefined ? undefined : Number(res.headers['retry-after']),
+    });
+    const locked = (retryAfter: unknown = expect.any(Number)) => ({ status: 429, body: tooMany, retryAfter });
+    const wrongPasscode = { status: 401, body: { message: 'Wrong passcode.' }, retryAfter: undefined };
+    /** Lets `ms` pass for a share's lock: its tries' times move back and its lock's TTL shrinks (Redis expires it at 0). */
+    const travel = async (shareId: string, ms: number) => {
+      const tries = `share-tries:${shareId}`;
+      const scored = await t.redis.zrange(tries, 0, -1, 'WITHSCORES');
+      for (let i = 0; i < scored.length; i += 2) await t.redis.zadd(tries, Number(scored[i + 1]) - ms, scored[i]);
+      const lockMs = await t.redis.pttl(`share-lock:${shareId}`);
+      if (lockMs > 0) await t.redis.pexpire(`share-lock:${shareId}`, lockMs - ms);
+    };
+    const FIFTEEN_MINUTES = 15 * 60_000;
+
+    it('locks the share after 5 wrong passcodes from any addresses: 429 with Retry-After to every open (right, wrong or no passcode) for 15 minutes; other shares still open', async () => {
       const share = await created({ passcode: 'right-passcode' });
       const neighbour = await created({ passcode: 'right-passcode' });
       for (let n = 0; n < 5; n++) {
-        const res = await open(share.token, `wrong-${n}`, `198.51.100.${n + 1}`);
-        expect(res.status).toBe(401);
+        expect(answer(await open(share.token, `wrong-${n}`, `198.51.100.${n + 1}`))).toEqual(wrongPasscode);
       }
-      const locked = await open(share.token, 'right-passcode', '192.0.2.77');
-      expect(locked.status).toBe(429);
-      expect(locked.body).toEqual({ message: 'Too many wrong passcodes: this link is locked for a while.' });
-      const retryAfter = Number(locked.headers['retry-after']);
-      expect(retryAfter).toBeGreaterThan(14 * 60);
-      expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+      const right = answer(await open(share.token, 'right-passcode', '192.0.2.77'));
+      expect(right).toEqual(locked());
+      expect(right.retryAfter).toBeGreaterThan(15 * 60 - 10);
+      expect(right.retryAfter).toBeLessThanOrEqual(15 * 60);
+      for (const passcode of ['wrong-5', undefined, null, '']) {
+        const res = answer(await open(share.token, passcode));
+        expect(res).toEqual(locked());
+        expect(res.retryAfter).toBeGreaterThan(15 * 60 - 10);
+      }
       expect((await open(neighbour.token, 'right-passcode')).status).toBe(200);
-      // Once the 15 minutes are over, the right passcode opens it.
-      await t.redis.del(`share-fails:${share.id}`);
+      await travel(share.id, FIFTEEN_MINUTES - 30_000);
+      const late = answer(await open(share.token, 'right-passcode'));
+      expect(late).toEqual(locked());
+      expect(late.retryAfter).toBeGreaterThanOrEqual(1);
+      expect(late.retryAfter).toBeLessThanOrEqual(30);
+      expect(answer(await open(share.token))).toEqual(locked());
+      // The 15 minutes are over: the right passcode opens it, and wrong ones count afresh.
+      await travel(share.id, 30_000);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      expect(answer(await open(share.token, 'wrong-6'))).toEqual(wrongPasscode);
       expect((await open(share.token, 'right-passcode')).status).toBe(200);
     });
 
-    it('checks at most 5 of a burst of concurrent wrong passcodes (the others 429), and the right one then 429', async () => {
+    it('counts wrong passcodes in a sliding 15 minutes, not a window that starts at the first try', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      for (let n = 0; n < 2; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      await travel(share.id, 10 * 60_000);
+      for (let n = 2; n < 4; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      // 16 minutes after the first tries: they have left the window, the two of minute 10 have not.
+      await travel(share.id, 6 * 60_000);
+      expect(answer(await open(share.token, 'wrong-4'))).toEqual(wrongPasscode);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      for (let n = 5; n < 7; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      const res = answer(await open(share.token, 'right-passcode'));
+      expect(res).toEqual(locked());
+      expect(res.retryAfter).toBeGreaterThan(15 * 60 - 10);
+    });
+
+    it('forgets wrong passcodes older than 15 minutes: 4 old ones and 1 new one do not lock', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      for (let n = 0; n < 4; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      await travel(share.id, FIFTEEN_MINUTES + 1_000);
+      expect(answer(await open(share.token, 'wrong-4'))).toEqual(wrongPasscode);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      for (let n = 5; n < 8; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      expect(answer(await open(share.token, 'wrong-8'))).toEqual(wrongPasscode);
+      expect(answer(await open(share.token, 'right-passcode'))).toEqual(locked());
+    });
+
+    it('does not count right passcodes, nor let them erase wrong ones: 4 wrong, the right one twice, 1 wrong locks', async () => {
+      const share = await created({ passcode: 'right-passcode' });
+      for (let n = 0; n < 4; n++) expect(answer(await open(share.token, `wrong-${n}`))).toEqual(wrongPasscode);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      expect((await open(share.token, 'right-passcode')).status).toBe(200);
+      expect(answer(await open(share.token, 'wrong-4'))).toEqual(wrongPasscode);
+      expect(answer(await open(share.token, 'right-passcode'))).toEqual(locked());
+      expect(await t.redis.zcard(`share-tries:${share.id}`)).toBe(5);
+    });
+
+    it('checks at most 5 of a burst of 20 concurrent wrong passcodes (the others 429), and the right one then 429', async () => {
       const share = await created({ passcode: 'right-passcode' });
       const burst = await Promise.all(
         Array.from({ length: 20 }, (_, n) => open(share.token, `wrong-${n}`, `198.51.100.${n + 1}`)),
       );
-      const statuses = burst.map((res) => res.status).sort();
-      expect(statuses.filter((status) => status === 401)).toHaveLength(5);
-      expect(statuses.filter((status) => status === 429)).toHaveLength(15);
-      expect((await open(share.token, 'right-passcode')).status).toBe(429);
-      expect(await t.redis.get(`share-fails:${share.id}`)).toBe('5');
+      const answers = burst.map(answer);
+      expect(answers.filter((res) => res.status === 401)).toEqual(Array(5).fill(wrongPasscode));
+      const refused = answers.filter((res) => res.status === 429);
+      expect(refused).toEqual(Array(15).fill(locked()));
+      for (const res of refused) expect(res.retryAfter).toBeGreaterThanOrEqual(1);
+      const right = answer(await open(share.token, 'right-passcode'));
+      expect(right).toEqual(locked());
+      expect(right.retryAfter).toBeGreaterThan(15 * 60 - 10);
+      expect(await t.redis.zcard(`share-tries:${share.id}`)).toBe(5);
     });
 
-    it('gives a right passcode its try back: 4 wrong ones, then the right one, then 1 wrong one is still not locked', async () => {
+    it('keeps its Redis keys no longer than the 15 minutes', async () => {
       const share = await created({ passcode: 'right-passcode' });
-      for (let n = 0; n < 4; n++) expect((await open(share.token, `wrong-${n}`)).status).toBe(401);
-      expect((await open(share.token, 'right-passcode')).status).toBe(200);
-      expect((await open(share.token, 'wrong-4')).status).toBe(401);
-      expect((await open(share.token, 'right-passcode')).status).toBe(429);
+      for (let n = 0; n < 5; n++) await open(share.token, `wrong-${n}`);
+      for (const key of [`share-tries:${share.id}`, `share-lock:${share.id}`]) {
+        const ttl = await t.redis.pttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(FIFTEEN_MINUTES);
+      }
     });
   });
 
