@@ -155,6 +155,32 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(res.body.template_id).toBe(active.id);
     });
 
+    it('without template_id takes the unit’s own active template only: a clinic’s active global one is not the default', async () => {
+      const { c, study, doctorToken } = await setup();
+      const [global] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active) VALUES ($1, NULL, 'Global', true) RETURNING id`,
+        [c.tenant.id],
+      );
+      const withoutOwn = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
+      expect(withoutOwn.status).toBe(201);
+      expect(withoutOwn.body).toMatchObject({ status: 'draft', template_id: null });
+      await t.http.delete(url(study.id, `/${withoutOwn.body.id}`), { token: doctorToken });
+
+      const [own] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active) VALUES ($1, $2, 'Unit 1', true) RETURNING id`,
+        [c.tenant.id, c.unit1.id],
+      );
+      const withOwn = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
+      expect(withOwn.status).toBe(201);
+      expect(withOwn.body).toMatchObject({ status: 'draft', template_id: own.id });
+      await t.http.delete(url(study.id, `/${withOwn.body.id}`), { token: doctorToken });
+
+      // The global template, asked for by id, is still allowed.
+      const chosen = await t.http.post(url(study.id), { token: doctorToken, body: { template_id: global.id } });
+      expect(chosen.status).toBe(201);
+      expect(chosen.body).toMatchObject({ status: 'draft', template_id: global.id });
+    });
+
     it('refuses a second draft, and a second report once one is final (409)', async () => {
       const { study, doctorToken } = await setup();
       const first = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
