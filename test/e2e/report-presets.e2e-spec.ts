@@ -172,4 +172,26 @@ describe('Report presets (/api/tenant/report-presets)', () => {
       expect((await t.http.get(URL, { token: c.token1, query })).status).toBe(422);
     }
   });
+
+  it('modality is checked as it is stored (upper-cased): 16 ß become 32 characters, 422 on POST and PATCH, never 500', async () => {
+    const { c, unit1Ct } = await clinicWithPresets();
+    const tooLong = 'The modality field must not be greater than 16 characters.';
+    for (const modality of ['ß'.repeat(16), '\uFB03'.repeat(6)]) {
+      for (const res of [
+        await t.http.post(URL, { token: c.adminToken, body: { name: 'x', modality } }),
+        await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.adminToken, body: { modality } }),
+      ]) {
+        expect({ modality, status: res.status, body: res.body }).toEqual({
+          modality,
+          status: 422,
+          body: { message: tooLong, errors: { modality: [tooLong] } },
+        });
+      }
+    }
+    // Within 16 characters once upper-cased, it is stored as such.
+    const created = await t.http.post(URL, { token: c.adminToken, body: { name: 'x', modality: ' ' + 'ß'.repeat(8) + ' ' } });
+    expect([created.status, created.body.modality]).toEqual([201, 'S'.repeat(16)]);
+    const patched = await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.adminToken, body: { modality: '\uFB03'.repeat(5) } });
+    expect([patched.status, patched.body.modality]).toEqual([200, 'FFI'.repeat(5)]);
+  });
 });

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsOptional, IsUUID, Matches } from 'class-validator';
 import { SearchPageQueryDto } from '../../common/pagination';
 import { PaginatedDto } from '../../common/responses';
@@ -7,8 +8,16 @@ import { ReportSectionsDto } from '../dto/report.dto';
 
 const MODALITY_MAX = 16;
 
+/**
+ * A modality as it is stored: trimmed and upper-cased (blank: any modality, null). Done before the
+ * length check, as upper-casing can lengthen a value ('ß' -> 'SS').
+ */
+const normaliseModality = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.trim().toUpperCase() || null : value;
+
 class PresetFieldsDto extends ReportSectionsDto {
   @ApiPropertyOptional({ type: String, nullable: true, maxLength: MODALITY_MAX, description: 'e.g. CT; null: any modality' })
+  @Transform(normaliseModality)
   @IfPresentAndNotNull()
   @StringRules('modality', { max: MODALITY_MAX })
   modality?: string | null;

@@ -12,7 +12,7 @@ export const PRESET_UNIT_INVALID = 'The selected unit id is invalid.';
 function presetValues(body: CreatePresetDto | UpdatePresetDto): PresetValues {
   const values: PresetValues = {};
   if (body.name !== undefined) values.name = body.name;
-  if (body.modality !== undefined) values.modality = body.modality === null ? null : body.modality.trim().toUpperCase() || null;
+  if (body.modality !== undefined) values.modality = body.modality;
   if (body.unit_id !== undefined) values.unit_id = body.unit_id;
   for (const name of SECTION_NAMES) if (body[name] !== undefined) values[name] = body[name];
   return values;
