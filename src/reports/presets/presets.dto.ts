@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsOptional, IsUUID, Matches } from 'class-validator';
+import { IsOptional, IsUUID } from 'class-validator';
 import { SearchPageQueryDto } from '../../common/pagination';
 import { PaginatedDto } from '../../common/responses';
 import { IfPresentAndNotNull, StringRules, TrimmedString } from '../../common/validation/fields';
@@ -47,10 +47,10 @@ export class UpdatePresetDto extends PresetFieldsDto {
 
 export class PresetListQueryDto extends SearchPageQueryDto {
   @ApiPropertyOptional({ maxLength: MODALITY_MAX, description: 'Presets of this modality and those of any modality' })
+  @Transform(normaliseModality)
   @IsOptional()
   @StringRules('modality', { max: MODALITY_MAX })
-  @Matches(/^[A-Za-z0-9_ ]*$/, { message: 'The modality field format is invalid.' })
-  modality?: string;
+  modality?: string | null;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'A tenant or super admin: that unit’s presets and the clinic’s' })
   @IsOptional()

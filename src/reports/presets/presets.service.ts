@@ -26,7 +26,7 @@ export class PresetsService {
   async list(scope: DataScope, query: PresetListQueryDto): Promise<Paginated<PresetDto>> {
     const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
     const [rows, total] = await this.presets.page(scope, {
-      modality: query.modality?.trim() || undefined,
+      modality: query.modality ?? undefined,
       search: query.search || undefined,
       unitId: query.unit_id,
       offset,
