@@ -595,6 +595,23 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const res = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'é'.repeat(20_000) } });
       expect(res.status).toBe(201);
     });
+
+    it('counts a section’s characters as PostgreSQL does: 10,001 emoji (20,002 UTF-16 units) pass, 20,001 are 422', async () => {
+      const { study, doctorToken } = await setup();
+      const res = await t.http.post(url(study.id), { token: doctorToken, body: { findings: '\u{1F600}'.repeat(10_001) } });
+      expect(res.status).toBe(201);
+      expect([...res.body.findings]).toHaveLength(10_001);
+      const tooLong = await t.http.patch(url(study.id, `/${res.body.id}`), {
+        token: doctorToken,
+        body: { version: 1, findings: '\u{1F600}'.repeat(20_001) },
+      });
+      const message = 'The findings field must not be greater than 20000 characters.';
+      expect(tooLong.status).toBe(422);
+      expect(tooLong.body).toEqual({ message, errors: { findings: [message] } });
+      await t.http.delete(url(study.id, `/${res.body.id}`), { token: doctorToken });
+      const refused = await t.http.post(url(study.id), { token: doctorToken, body: { findings: '\u{1F600}'.repeat(20_001) } });
+      expect([refused.status, refused.body]).toEqual([422, { message, errors: { findings: [message] } }]);
+    });
   });
 
   describe('GET /api/studies?report_status= (the reporting worklist)', () => {
