@@ -561,20 +561,23 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(Object.keys(res.body.errors)).toEqual([field]);
     });
 
-    it.each([[{}], [{ version: '1' }], [{ version: 0 }], [{ version: 1.5 }], [{ version: null }], [{ version: 1e12 }]])(
-      'PATCH and sign with %j: 422 errors.version',
-      async (body) => {
-        const { study, doctorToken } = await setup();
-        const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-        for (const res of [
-          await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body }),
-          await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body }),
-        ]) {
-          expect(res.status).toBe(422);
-          expect(Object.keys(res.body.errors)).toEqual(['version']);
-        }
-      },
-    );
+    it.each([
+      [{}, 'The version field is required.'],
+      [{ version: '1' }, 'The version field must be an integer.'],
+      [{ version: 0 }, 'The version field must be at least 1.'],
+      [{ version: 1.5 }, 'The version field must be an integer.'],
+      [{ version: null }, 'The version field is required.'],
+      [{ version: 1e12 }, 'The version field is too large.'],
+    ])('PATCH and sign with %j: 422 %j', async (body, message) => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      for (const res of [
+        await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body }),
+        await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body }),
+      ]) {
+        expect([res.status, res.body]).toEqual([422, { message, errors: { version: [message] } }]);
+      }
+    });
 
     it('a logo or signature whose pixels do not decode is refused at upload (422), not at signing', async () => {
       const { c, doctor } = await setup();
