@@ -302,13 +302,13 @@ export class ReportsRepository {
     return row ?? null;
   }
 
-  /** The unit's active template (a unit's own before the clinic's global one), or null. */
+  /**
+   * The unit's own active template, or null: a clinic's active global template is not the unit's
+   * (as for GET /api/tenant/my-template); it is used only when asked for by id.
+   */
   async findActiveTemplate(tenantId: string, unitId: string): Promise<TemplateLetterhead | null> {
     const row = await this.templates(tenantId, unitId)
-      .andWhere('rt.is_active')
-      .orderBy('rt.unit_id IS NULL', 'ASC')
-      .addOrderBy('rt.updated_at', 'DESC')
-      .limit(1)
+      .andWhere('rt.unit_id = :unitId AND rt.is_active', { unitId })
       .getRawOne<TemplateLetterhead>();
     return row ?? null;
   }

@@ -127,7 +127,7 @@ export class ReportsService {
     }
   }
 
-  /** The given template when usable for the study (422 otherwise); absent: the unit's active one. */
+  /** The given template when usable for the study (422 otherwise); absent: the unit's own active one, or null. */
   private async templateFor(study: StudyDetail, templateId: string | null | undefined): Promise<string | null> {
     if (templateId === null) return null;
     if (templateId === undefined) return (await this.reports.findActiveTemplate(study.tenant_id, study.unit_id))?.id ?? null;

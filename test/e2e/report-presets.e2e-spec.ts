@@ -167,9 +167,59 @@ describe('Report presets (/api/tenant/report-presets)', () => {
     expect((await t.http.post(URL, { token: superToken, body: { name: 'x', unit_id: c.unit1.id } })).body.tenant_id).toBe(
       c.tenant.id,
     );
-    const queries: Array<Record<string, string>> = [{ page: '0' }, { page: 'x' }, { modality: 'C%' }, { unit_id: 'nope' }];
+    const queries: Array<Record<string, string>> = [
+      { page: '0' },
+      { page: 'x' },
+      { modality: 'M'.repeat(17) },
+      { unit_id: 'nope' },
+    ];
     for (const query of queries) {
       expect((await t.http.get(URL, { token: c.token1, query })).status).toBe(422);
     }
+  });
+
+  it('modality is checked as it is stored (upper-cased): 16 ß become 32 characters, 422 on POST and PATCH, never 500', async () => {
+    const { c, unit1Ct } = await clinicWithPresets();
+    const tooLong = 'The modality field must not be greater than 16 characters.';
+    for (const modality of ['ß'.repeat(16), '\uFB03'.repeat(6)]) {
+      for (const res of [
+        await t.http.post(URL, { token: c.adminToken, body: { name: 'x', modality } }),
+        await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.adminToken, body: { modality } }),
+      ]) {
+        expect({ modality, status: res.status, body: res.body }).toEqual({
+          modality,
+          status: 422,
+          body: { message: tooLong, errors: { modality: [tooLong] } },
+        });
+      }
+    }
+    // Within 16 characters once upper-cased, it is stored as such.
+    const created = await t.http.post(URL, { token: c.adminToken, body: { name: 'x', modality: ' ' + 'ß'.repeat(8) + ' ' } });
+    expect([created.status, created.body.modality]).toEqual([201, 'S'.repeat(16)]);
+    const patched = await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.adminToken, body: { modality: '\uFB03'.repeat(5) } });
+    expect([patched.status, patched.body.modality]).toEqual([200, 'FFI'.repeat(5)]);
+  });
+
+  it('the modality filter takes what create takes, normalised alike, and matches it', async () => {
+    const { c } = await clinicWithPresets();
+    for (const modality of ['ct-sr', 'C%', 'ß']) {
+      const res = await t.http.post(URL, { token: c.adminToken, body: { name: `Preset ${modality}`, modality } });
+      expect(res.status).toBe(201);
+    }
+    const filtered = async (modality: string) => {
+      const res = await t.http.get(URL, { token: c.token1, query: { modality } });
+      expect(res.status).toBe(200);
+      return names(res.body);
+    };
+    expect(await filtered(' ct-sr ')).toEqual(['Any modality', 'Preset ct-sr']);
+    expect(await filtered('CT-SR')).toEqual(['Any modality', 'Preset ct-sr']);
+    expect(await filtered('c%')).toEqual(['Any modality', 'Preset C%']);
+    expect(await filtered('ß')).toEqual(['Any modality', 'Preset ß']);
+    expect(await filtered('SS')).toEqual(['Any modality', 'Preset ß']);
+    // A blank filter is no filter.
+    expect((await t.http.get(URL, { token: c.token1, query: { modality: ' ' } })).body.total).toBe(6);
+    const tooLong = await t.http.get(URL, { token: c.token1, query: { modality: 'ß'.repeat(9) } });
+    const message = 'The modality field must not be greater than 16 characters.';
+    expect([tooLong.status, tooLong.body]).toEqual([422, { message, errors: { modality: [message] } }]);
   });
 });

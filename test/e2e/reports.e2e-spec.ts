@@ -32,6 +32,14 @@ const REPORT_KEYS = [
 ];
 const STUDY_NOT_FOUND = { message: 'Study not found.' };
 const REPORT_NOT_FOUND = { message: 'Report not found.' };
+const FINAL = { message: 'The report is final and cannot be changed: add an addendum instead.' };
+const STALE = { message: 'The report was changed by someone else since this version: reload it before saving.' };
+const DRAFT_EXISTS = { message: 'The study already has a draft: edit or delete it first.' };
+const REPORT_EXISTS = { message: 'The study already has a report: add an addendum to its final report.' };
+const NOT_FINAL = { message: 'Addenda are added to a final report only.' };
+const TEMPLATE_INVALID = 'The selected template id is invalid.';
+/** A 422 body with one message for one field. */
+const invalid = (field: string, message: string) => ({ message, errors: { [field]: [message] } });
 
 type Clinic = Awaited<ReturnType<typeof createClinic>>;
 
@@ -147,23 +155,47 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       );
       for (const id of [unit2.id, foreign.id, '00000000-0000-4000-8000-000000000000']) {
         const refused = await t.http.post(url(study.id), { token: doctorToken, body: { template_id: id } });
-        expect(refused.status).toBe(422);
-        expect(refused.body.errors).toEqual({ template_id: ['The selected template id is invalid.'] });
+        expect([refused.status, refused.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
       }
       const res = await t.http.post(url(study.id), { token: doctorToken, body: {} });
       expect(res.status).toBe(201);
       expect(res.body.template_id).toBe(active.id);
     });
 
+    it('without template_id takes the unit’s own active template only: a clinic’s active global one is not the default', async () => {
+      const { c, study, doctorToken } = await setup();
+      const [global] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active) VALUES ($1, NULL, 'Global', true) RETURNING id`,
+        [c.tenant.id],
+      );
+      const withoutOwn = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
+      expect(withoutOwn.status).toBe(201);
+      expect(withoutOwn.body).toMatchObject({ status: 'draft', template_id: null });
+      await t.http.delete(url(study.id, `/${withoutOwn.body.id}`), { token: doctorToken });
+
+      const [own] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active) VALUES ($1, $2, 'Unit 1', true) RETURNING id`,
+        [c.tenant.id, c.unit1.id],
+      );
+      const withOwn = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
+      expect(withOwn.status).toBe(201);
+      expect(withOwn.body).toMatchObject({ status: 'draft', template_id: own.id });
+      await t.http.delete(url(study.id, `/${withOwn.body.id}`), { token: doctorToken });
+
+      // The global template, asked for by id, is still allowed.
+      const chosen = await t.http.post(url(study.id), { token: doctorToken, body: { template_id: global.id } });
+      expect(chosen.status).toBe(201);
+      expect(chosen.body).toMatchObject({ status: 'draft', template_id: global.id });
+    });
+
     it('refuses a second draft, and a second report once one is final (409)', async () => {
       const { study, doctorToken } = await setup();
       const first = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } });
       const second = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'y' } });
-      expect(second.status).toBe(409);
-      expect(second.body).toEqual({ message: expect.any(String) });
+      expect([second.status, second.body]).toEqual([409, DRAFT_EXISTS]);
       await t.http.post(url(study.id, `/${first.body.id}/sign`), { token: doctorToken, body: { version: 1 } });
       const third = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'z' } });
-      expect(third.status).toBe(409);
+      expect([third.status, third.body]).toEqual([409, REPORT_EXISTS]);
     });
 
     it('lets one of two concurrent creations through (the partial unique index)', async () => {
@@ -172,6 +204,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         Array.from({ length: 4 }, () => t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })),
       );
       expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+      for (const refused of results.filter((r) => r.status === 409)) expect(refused.body).toEqual(DRAFT_EXISTS);
     });
 
     it('PATCH with the current version saves and answers the next; a stale version is 409 and changes nothing', async () => {
@@ -187,8 +220,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         token: doctorToken,
         body: { version: 1, findings: 'old' },
       });
-      expect(stale.status).toBe(409);
-      expect(stale.body).toEqual({ message: expect.stringContaining('changed by someone else') });
+      expect([stale.status, stale.body]).toEqual([409, STALE]);
       const now = await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken });
       expect(now.body).toMatchObject({ version: 2, findings: 'b' });
     });
@@ -317,8 +349,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         await t.http.delete(url(study.id, `/${draft.id}`), { token: doctorToken }),
         await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } }),
       ]) {
-        expect(res.status).toBe(409);
-        expect(res.body).toEqual({ message: expect.any(String) });
+        expect([res.status, res.body]).toEqual([409, FINAL]);
       }
       await expect(t.db.query(`UPDATE reports SET impression = 'tampered' WHERE id = $1`, [draft.id])).rejects.toThrow(/final/);
       await expect(t.db.query(`DELETE FROM reports WHERE id = $1`, [draft.id])).rejects.toThrow(/final/);
@@ -329,11 +360,19 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const { c, study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: c.token1, body: { indication: 'only' } })).body;
       const noCrm = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: c.token1, body: { version: 1 } });
-      expect(noCrm.status).toBe(422);
-      expect(Object.keys(noCrm.body.errors)).toEqual(['crm']);
+      expect([noCrm.status, noCrm.body]).toEqual([
+        422,
+        invalid('crm', 'A CRM is required on the signer’s account to sign a report.'),
+      ]);
       const empty = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
-      expect(empty.status).toBe(422);
-      expect(Object.keys(empty.body.errors).sort()).toEqual(['findings', 'impression']);
+      const contentRequired = 'The findings or the impression must be filled in before signing.';
+      expect([empty.status, empty.body]).toEqual([
+        422,
+        {
+          message: `${contentRequired} (and 1 more error)`,
+          errors: { findings: [contentRequired], impression: [contentRequired] },
+        },
+      ]);
       const blank = await t.http.patch(url(study.id, `/${draft.id}`), {
         token: doctorToken,
         body: { version: 1, findings: '   ' },
@@ -350,7 +389,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
       await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body: { version: 1, findings: 'y' } });
       const res = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
-      expect(res.status).toBe(409);
+      expect([res.status, res.body]).toEqual([409, STALE]);
       expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body.status).toBe('draft');
     });
 
@@ -358,7 +397,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const { study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Primeiro laudo.' } })).body;
       const onDraft = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} });
-      expect(onDraft.status).toBe(409);
+      expect([onDraft.status, onDraft.body]).toEqual([409, NOT_FINAL]);
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
       const v1 = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
 
@@ -368,7 +407,8 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       });
       expect(addendum.status).toBe(201);
       expect(addendum.body).toMatchObject({ kind: 'addendum', amends_id: draft.id, status: 'draft', version: 1 });
-      expect((await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} })).status).toBe(409);
+      const second = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} });
+      expect([second.status, second.body]).toEqual([409, DRAFT_EXISTS]);
       expect((await studyState(study.id)).report_status).toBe('final');
 
       const preview = readPdf((await t.http.get(url(study.id, `/${addendum.body.id}/pdf`), { token: doctorToken })).raw);
@@ -397,6 +437,59 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const addendum = (await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} })).body;
       expect((await t.http.delete(url(study.id, `/${addendum.id}`), { token: doctorToken })).status).toBe(204);
       expect((await studyState(study.id)).report_status).toBe('final');
+    });
+
+    it('a final addendum never changes: PATCH, DELETE and sign again are 409', async () => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const addendum = (
+        await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'y' } })
+      ).body;
+      const signed = await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      expect(signed.body).toMatchObject({ kind: 'addendum', status: 'final', version: 2 });
+      for (const res of [
+        await t.http.patch(url(study.id, `/${addendum.id}`), { token: doctorToken, body: { version: 2, findings: 'no' } }),
+        await t.http.delete(url(study.id, `/${addendum.id}`), { token: doctorToken }),
+        await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 2 } }),
+      ]) {
+        expect([res.status, res.body]).toEqual([409, FINAL]);
+      }
+      expect((await t.http.get(url(study.id, `/${addendum.id}`), { token: doctorToken })).body).toMatchObject({
+        status: 'final',
+        findings: 'y',
+      });
+    });
+
+    it('addenda amend the final report, not an addendum (draft or final): 409', async () => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const addendum = (
+        await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'y' } })
+      ).body;
+      const onDraftAddendum = await t.http.post(url(study.id, `/${addendum.id}/addenda`), { token: doctorToken, body: {} });
+      expect([onDraftAddendum.status, onDraftAddendum.body]).toEqual([409, NOT_FINAL]);
+      await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const onFinalAddendum = await t.http.post(url(study.id, `/${addendum.id}/addenda`), { token: doctorToken, body: {} });
+      expect([onFinalAddendum.status, onFinalAddendum.body]).toEqual([409, NOT_FINAL]);
+      const reports = (await t.http.get(url(study.id), { token: doctorToken })).body;
+      expect(reports.map((r: { id: string }) => r.id)).toEqual([draft.id, addendum.id]);
+    });
+
+    it('one addendum draft at a time, also when several are asked for at once: the others are 409', async () => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () => t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} })),
+      );
+      expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+      for (const refused of results.filter((r) => r.status === 409)) expect(refused.body).toEqual(DRAFT_EXISTS);
+      // While that draft exists, another addendum is refused too.
+      const another = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'z' } });
+      expect([another.status, another.body]).toEqual([409, DRAFT_EXISTS]);
+      expect((await t.http.get(url(study.id), { token: doctorToken })).body).toHaveLength(2);
     });
 
     it('a draft’s PDF carries DRAFT on every page and the accents as written', async () => {
@@ -451,7 +544,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         await t.db.query(change, change.includes('$2') ? [template.id, c.unit2.id] : [template.id]);
         expect((await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).status).toBe(200);
         const res = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
-        expect([res.status, res.body.errors]).toEqual([422, { template_id: ['The selected template id is invalid.'] }]);
+        expect([res.status, res.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
         const [row] = await t.db.query(`SELECT status FROM reports WHERE id = $1`, [draft.id]);
         expect(row.status).toBe('draft');
         await t.http.delete(url(study.id, `/${draft.id}`), { token: doctorToken });
@@ -516,39 +609,66 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(await t.http.get(url('not-a-uuid'), { token: doctorToken })).toMatchObject({ status: 404, body: STUDY_NOT_FOUND });
     });
 
-    it('no session: 401', async () => {
-      const { study } = await setup();
-      expect((await t.http.get(url(study.id))).status).toBe(401);
+    it('no session: 401 {message: "Unauthenticated."} on every path', async () => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      const r = `/${draft.id}`;
+      for (const [method, path, body] of [
+        ['GET', '', undefined],
+        ['POST', '', {}],
+        ['GET', r, undefined],
+        ['PATCH', r, { version: 1, findings: 'y' }],
+        ['DELETE', r, undefined],
+        ['POST', `${r}/sign`, { version: 1 }],
+        ['POST', `${r}/addenda`, {}],
+        ['GET', `${r}/pdf`, undefined],
+      ] as const) {
+        const res = await t.http.request(method, url(study.id, path), { body });
+        expect({ method, path, status: res.status, body: res.body }).toEqual({
+          method,
+          path,
+          status: 401,
+          body: { message: 'Unauthenticated.' },
+        });
+      }
+      expect((await t.http.get(url(study.id, r), { token: doctorToken })).body).toMatchObject({ version: 1, findings: 'x' });
     });
   });
 
   describe('bad input (422, never 500)', () => {
     it.each([
-      ['findings', 'a number', { findings: 12 }],
-      ['impression', 'an array', { impression: ['a'] }],
-      ['indication', '20,001 characters', { indication: 'x'.repeat(20_001) }],
-      ['template_id', 'not a uuid', { template_id: 'nope' }],
-    ])('POST with %s %s: 422 errors.%s', async (field, _what, body) => {
+      ['findings', 'a number', { findings: 12 }, 'The findings field must be a string.'],
+      ['impression', 'an array', { impression: ['a'] }, 'The impression field must be a string.'],
+      [
+        'indication',
+        '20,001 characters',
+        { indication: 'x'.repeat(20_001) },
+        'The indication field must not be greater than 20000 characters.',
+      ],
+      ['template_id', 'not a uuid', { template_id: 'nope' }, 'The template id field must be a valid UUID.'],
+    ])('POST with %s %s: 422 with its message', async (field, _what, body, message) => {
       const { study, doctorToken } = await setup();
       const res = await t.http.post(url(study.id), { token: doctorToken, body });
-      expect(res.status).toBe(422);
-      expect(Object.keys(res.body.errors)).toEqual([field]);
+      expect([res.status, res.body]).toEqual([422, invalid(field, message)]);
     });
 
-    it.each([[{}], [{ version: '1' }], [{ version: 0 }], [{ version: 1.5 }], [{ version: null }], [{ version: 1e12 }]])(
-      'PATCH and sign with %j: 422 errors.version',
-      async (body) => {
-        const { study, doctorToken } = await setup();
-        const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-        for (const res of [
-          await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body }),
-          await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body }),
-        ]) {
-          expect(res.status).toBe(422);
-          expect(Object.keys(res.body.errors)).toEqual(['version']);
-        }
-      },
-    );
+    it.each([
+      [{}, 'The version field is required.'],
+      [{ version: '1' }, 'The version field must be an integer.'],
+      [{ version: 0 }, 'The version field must be at least 1.'],
+      [{ version: 1.5 }, 'The version field must be an integer.'],
+      [{ version: null }, 'The version field is required.'],
+      [{ version: 1e12 }, 'The version field is too large.'],
+    ])('PATCH and sign with %j: 422 %j', async (body, message) => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      for (const res of [
+        await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body }),
+        await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body }),
+      ]) {
+        expect([res.status, res.body]).toEqual([422, invalid('version', message)]);
+      }
+    });
 
     it('a logo or signature whose pixels do not decode is refused at upload (422), not at signing', async () => {
       const { c, doctor } = await setup();
@@ -558,16 +678,33 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       const notImage = 'The logo is not a valid image of the declared type (JPEG or PNG).';
       expect(logo.body).toEqual({ message: notImage, errors: { logo: [notImage] } });
       const signature = await t.http.patch(`/api/admin/users/${doctor.id}`, { token: superToken, body: { signature: broken } });
-      expect(signature.status).toBe(422);
-      expect(signature.body.errors).toEqual({
-        signature: ['The signature is not a valid image of the declared type (JPEG or PNG).'],
-      });
+      expect([signature.status, signature.body]).toEqual([
+        422,
+        invalid('signature', 'The signature is not a valid image of the declared type (JPEG or PNG).'),
+      ]);
     });
 
     it('a section of exactly 20,000 characters is accepted', async () => {
       const { study, doctorToken } = await setup();
       const res = await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'é'.repeat(20_000) } });
       expect(res.status).toBe(201);
+    });
+
+    it('counts a section’s characters as PostgreSQL does: 10,001 emoji (20,002 UTF-16 units) pass, 20,001 are 422', async () => {
+      const { study, doctorToken } = await setup();
+      const res = await t.http.post(url(study.id), { token: doctorToken, body: { findings: '\u{1F600}'.repeat(10_001) } });
+      expect(res.status).toBe(201);
+      expect([...res.body.findings]).toHaveLength(10_001);
+      const tooLong = await t.http.patch(url(study.id, `/${res.body.id}`), {
+        token: doctorToken,
+        body: { version: 1, findings: '\u{1F600}'.repeat(20_001) },
+      });
+      const message = 'The findings field must not be greater than 20000 characters.';
+      expect(tooLong.status).toBe(422);
+      expect(tooLong.body).toEqual({ message, errors: { findings: [message] } });
+      await t.http.delete(url(study.id, `/${res.body.id}`), { token: doctorToken });
+      const refused = await t.http.post(url(study.id), { token: doctorToken, body: { findings: '\u{1F600}'.repeat(20_001) } });
+      expect([refused.status, refused.body]).toEqual([422, { message, errors: { findings: [message] } }]);
     });
   });
 
@@ -594,8 +731,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect((await t.http.get('/api/studies', { token: c.token2, query: { report_status: 'pending' } })).body.total).toBe(0);
       for (const value of ['PENDING', 'done', '']) {
         const res = await t.http.get('/api/studies', { token: c.token1, query: { report_status: value } });
-        expect(res.status).toBe(422);
-        expect(res.body.errors).toEqual({ report_status: ['The selected report status is invalid.'] });
+        expect([res.status, res.body]).toEqual([422, invalid('report_status', 'The selected report status is invalid.')]);
       }
     });
   });

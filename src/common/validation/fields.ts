@@ -37,15 +37,38 @@ export interface StringRuleSet {
   patternMessage?: string;
 }
 
+/**
+ * Characters as PostgreSQL counts them (char_length, varchar(n)): Unicode code points, so a
+ * character outside the BMP (an emoji) is one, not the two UTF-16 units of `String.length`.
+ * A loop rather than `[...value]`, which would build an array as long as a hostile body.
+ */
+export function characterCount(value: string): number {
+  let count = value.length;
+  for (let i = 0; i < value.length - 1; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--;
+        i++;
+      }
+    }
+  }
+  return count;
+}
+
 /** The rules in order; the first one that fails is the field's only message. */
 function stringChecks(field: string, rules: StringRuleSet): Array<[(value: string) => boolean, string]> {
   const label = fieldLabel(field);
   const checks: Array<[(value: string) => boolean, string]> = [];
   if (rules.min !== undefined) {
-    checks.push([(v) => v.length >= rules.min!, `The ${label} field must be at least ${rules.min} characters.`]);
+    checks.push([(v) => characterCount(v) >= rules.min!, `The ${label} field must be at least ${rules.min} characters.`]);
   }
   if (rules.max !== undefined) {
-    checks.push([(v) => v.length <= rules.max!, `The ${label} field must not be greater than ${rules.max} characters.`]);
+    checks.push([
+      (v) => characterCount(v) <= rules.max!,
+      `The ${label} field must not be greater than ${rules.max} characters.`,
+    ]);
   }
   if (rules.maxBytes !== undefined) {
     checks.push([

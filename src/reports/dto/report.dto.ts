@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsInt, IsUUID, Max, Min } from 'class-validator';
-import { IfPresent, IfPresentAndNotNull, StringRules } from '../../common/validation/fields';
+import { IsDefined, IsUUID } from 'class-validator';
+import { IfPresent, IfPresentAndNotNull, OneMessage, StringRules } from '../../common/validation/fields';
 
 /** Each section's limit (decisions §3c); the database checks it too. */
 export const SECTION_MAX_LENGTH = 20_000;
@@ -47,12 +47,16 @@ export class CreateReportDto extends ReportSectionsDto {
   template_id?: string | null;
 }
 
+/** A version: one message for one mistake (a string "1" is not an integer, not also "too large"). */
 const Version = () =>
   apply([
     IsDefined({ message: 'The version field is required.' }),
-    IsInt({ message: 'The version field must be an integer.' }),
-    Min(1, { message: 'The version field must be at least 1.' }),
-    Max(2_147_483_647, { message: 'The version field is too large.' }),
+    OneMessage('version', (value) => {
+      if (typeof value !== 'number' || !Number.isInteger(value)) return 'The version field must be an integer.';
+      if (value < 1) return 'The version field must be at least 1.';
+      if (value > 2_147_483_647) return 'The version field is too large.';
+      return null;
+    }),
   ]);
 
 /** PATCH: the changes and the version they were made on. */

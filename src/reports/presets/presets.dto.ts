@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsUUID, Matches } from 'class-validator';
+import { Transform } from 'class-transformer';
+import { IsOptional, IsUUID } from 'class-validator';
 import { SearchPageQueryDto } from '../../common/pagination';
 import { PaginatedDto } from '../../common/responses';
 import { IfPresentAndNotNull, StringRules, TrimmedString } from '../../common/validation/fields';
@@ -7,8 +8,16 @@ import { ReportSectionsDto } from '../dto/report.dto';
 
 const MODALITY_MAX = 16;
 
+/**
+ * A modality as it is stored: trimmed and upper-cased (blank: any modality, null). Done before the
+ * length check, as upper-casing can lengthen a value ('ß' -> 'SS').
+ */
+const normaliseModality = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.trim().toUpperCase() || null : value;
+
 class PresetFieldsDto extends ReportSectionsDto {
   @ApiPropertyOptional({ type: String, nullable: true, maxLength: MODALITY_MAX, description: 'e.g. CT; null: any modality' })
+  @Transform(normaliseModality)
   @IfPresentAndNotNull()
   @StringRules('modality', { max: MODALITY_MAX })
   modality?: string | null;
@@ -38,10 +47,10 @@ export class UpdatePresetDto extends PresetFieldsDto {
 
 export class PresetListQueryDto extends SearchPageQueryDto {
   @ApiPropertyOptional({ maxLength: MODALITY_MAX, description: 'Presets of this modality and those of any modality' })
+  @Transform(normaliseModality)
   @IsOptional()
   @StringRules('modality', { max: MODALITY_MAX })
-  @Matches(/^[A-Za-z0-9_ ]*$/, { message: 'The modality field format is invalid.' })
-  modality?: string;
+  modality?: string | null;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'A tenant or super admin: that unit’s presets and the clinic’s' })
   @IsOptional()

@@ -12,7 +12,7 @@ export const PRESET_UNIT_INVALID = 'The selected unit id is invalid.';
 function presetValues(body: CreatePresetDto | UpdatePresetDto): PresetValues {
   const values: PresetValues = {};
   if (body.name !== undefined) values.name = body.name;
-  if (body.modality !== undefined) values.modality = body.modality === null ? null : body.modality.trim().toUpperCase() || null;
+  if (body.modality !== undefined) values.modality = body.modality;
   if (body.unit_id !== undefined) values.unit_id = body.unit_id;
   for (const name of SECTION_NAMES) if (body[name] !== undefined) values[name] = body[name];
   return values;
@@ -26,7 +26,7 @@ export class PresetsService {
   async list(scope: DataScope, query: PresetListQueryDto): Promise<Paginated<PresetDto>> {
     const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
     const [rows, total] = await this.presets.page(scope, {
-      modality: query.modality?.trim() || undefined,
+      modality: query.modality ?? undefined,
       search: query.search || undefined,
       unitId: query.unit_id,
       offset,
