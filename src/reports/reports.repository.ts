@@ -62,8 +62,9 @@ export interface FilingTarget {
 const REPORT_COLUMNS = [
   'r.id AS id',
   'r.study_id AS study_id',
-  'r.tenant_id AS tenant_id',
-  'r.unit_id AS unit_id',
+  // The study's clinic and unit, not those kept at creation: a study released from quarantine moves.
+  's.tenant_id AS tenant_id',
+  's.unit_id AS unit_id',
   'r.kind AS kind',
   'r.amends_id AS amends_id',
   'r.status AS status',
@@ -95,7 +96,11 @@ export class ReportsRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   private reports(manager: EntityManager = this.db.manager): SelectQueryBuilder<Report> {
-    return manager.createQueryBuilder(Report, 'r').innerJoin(User, 'a', 'a.id = r.author_id').select(REPORT_COLUMNS);
+    return manager
+      .createQueryBuilder(Report, 'r')
+      .innerJoin(User, 'a', 'a.id = r.author_id')
+      .innerJoin(Study, 's', 's.id = r.study_id')
+      .select(REPORT_COLUMNS);
   }
 
   listOfStudy(studyId: string): Promise<ReportRow[]> {

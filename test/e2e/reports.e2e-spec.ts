@@ -584,6 +584,29 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect((await t.http.get(url(study.id, r), { token: doctorToken })).body.version).toBe(1);
     });
 
+    // A quarantined study is moved into a clinic once its device is registered: its reports follow
+    // it, a signed one included (whose row never changes).
+    it("shows the study's clinic and unit after the study moves", async () => {
+      const { c, study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      const signed = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      expect(signed.status).toBe(200);
+      const other = await createClinic(t.db, t.http);
+      await t.db.query(`UPDATE studies SET tenant_id = $2, unit_id = $3 WHERE id = $1`, [
+        study.id,
+        other.tenant.id,
+        other.unit2.id,
+      ]);
+      const list = await t.http.get(url(study.id), { token: other.adminToken });
+      expect(list.status).toBe(200);
+      expect(list.body).toEqual([
+        expect.objectContaining({ id: draft.id, tenant_id: other.tenant.id, unit_id: other.unit2.id }),
+      ]);
+      const one = await t.http.get(url(study.id, `/${draft.id}`), { token: other.adminToken });
+      expect(one.body).toMatchObject({ tenant_id: other.tenant.id, unit_id: other.unit2.id, status: 'final' });
+      expect((await t.http.get(url(study.id), { token: c.adminToken })).body).toEqual(STUDY_NOT_FOUND);
+    });
+
     it('a report id of another study is 404 Report not found', async () => {
       const { c, study, doctorToken } = await setup();
       const otherStudy = await createStudy(t.db, { tenant_id: c.tenant.id, unit_id: c.unit1.id });
