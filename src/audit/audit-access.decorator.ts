@@ -27,9 +27,10 @@ export interface AuditAccessOptions {
    */
   search?: boolean;
   /**
-   * The answer is a patient (`patient_id`, `tenant_id`) or a page of one patient's studies: the
-   * entry carries that patient's DICOM Patient ID and clinic (so `patient_id` finds it in the
-   * trail), and no study.
+   * The act reads one patient: the answer is the patient (`patient_id`, `tenant_id`), or the handler
+   * names it with `accessedPatient` (a page of the patient's studies, which may be empty). The entry
+   * carries that patient's DICOM Patient ID and clinic (so `patient_id` finds it in the trail), and
+   * no study.
    */
   patientFromAnswer?: boolean;
 }
@@ -46,10 +47,16 @@ interface AnsweredPatient {
   tenant_id?: unknown;
 }
 
-/** The patient an answer is about: itself, or the first study of its page (all of one patient). */
-function patientOf(result: unknown): { patientId: string | null; tenantId?: string } {
-  const first = (result as { data?: unknown } | null)?.data;
-  const patient = (Array.isArray(first) ? first[0] : result) as AnsweredPatient | null | undefined;
+const accessedPatients = new WeakMap<object, AnsweredPatient>();
+
+/** For a handler reading one patient whose answer is not that patient (a page of its studies): the patient. */
+export function accessedPatient(request: object, patient: { patient_id: string; tenant_id: string }): void {
+  accessedPatients.set(request, patient);
+}
+
+/** The patient an act read: the one the handler named, else the answer itself. */
+function patientOf(result: unknown, request: object): { patientId: string | null; tenantId?: string } {
+  const patient = (accessedPatients.get(request) ?? result) as AnsweredPatient | null | undefined;
   return {
     patientId: typeof patient?.patient_id === 'string' ? patient.patient_id : null,
     ...(typeof patient?.tenant_id === 'string' ? { tenantId: patient.tenant_id } : {}),
@@ -133,7 +140,7 @@ function describeAccess(spec: AuditSpec, request: AuditedRequest, result: unknow
     ip: request.ip,
     requestId: String(request.id ?? ''),
   };
-  if (spec.patientFromAnswer) Object.assign(entry, patientOf(result));
+  if (spec.patientFromAnswer) Object.assign(entry, patientOf(result, request));
   if (spec.search) return { ...entry, count: countOf(result, request) };
   if (spec.patientFromAnswer) return entry;
   return {

@@ -1,6 +1,7 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Get, Query, Req } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import { AuditAccess } from '../audit';
+import type { FastifyRequest } from 'fastify';
+import { accessedPatient, AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { FairShare } from '../common/fair-share/fair-share.interceptor';
@@ -45,11 +46,15 @@ export class PatientsController {
   @ApiOkResponse({ type: StudyPageDto })
   @ApiNotFoundResponse({ description: '`{message: "Patient not found."}`' })
   @ApiUnprocessableEntityResponse({ description: 'Invalid page' })
-  studies(
+  async studies(
     @CallerScope() scope: DataScope,
     @UuidParam('id', 'Patient') id: string,
     @Query() query: PageQueryDto,
+    @Req() request: FastifyRequest,
   ): Promise<Paginated<StudyDto>> {
-    return this.patients.studies(scope, id, query.page);
+    const { patient, page } = await this.patients.studies(scope, id, query.page);
+    // The trail names the patient even when the page is empty (past the end, or a patient without studies).
+    accessedPatient(request, patient);
+    return page;
   }
 }

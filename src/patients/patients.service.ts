@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataScope } from '../common/auth/data-scope';
 import { Errors } from '../common/errors/api-errors';
 import { pageOffset, paginated, Paginated } from '../common/pagination';
+import { Patient } from '../database/entities';
 import { StudyDto, StudiesService } from '../studies';
 import { PatientDto, toPatientDto } from './dto/patient.responses';
 import { PatientsRepository } from './patients.repository';
@@ -27,9 +28,10 @@ export class PatientsService {
     return toPatientDto(patient);
   }
 
-  /** The patient's studies the caller may see (a unit-scoped caller: only those of the unit). */
-  async studies(scope: DataScope, id: string, pageNumber?: number): Promise<Paginated<StudyDto>> {
-    if (!(await this.patients.findPatient(scope, id))) throw Errors.notFound('Patient');
-    return this.studyReads.list(scope, { patientUuid: id }, pageNumber);
+  /** The patient's studies the caller may see (a unit-scoped caller: only those of the unit), and the patient. */
+  async studies(scope: DataScope, id: string, pageNumber?: number): Promise<{ patient: Patient; page: Paginated<StudyDto> }> {
+    const patient = await this.patients.findPatient(scope, id);
+    if (!patient) throw Errors.notFound('Patient');
+    return { patient, page: await this.studyReads.list(scope, { patientUuid: id }, pageNumber) };
   }
 }

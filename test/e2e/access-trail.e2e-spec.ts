@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'net';
 import { AuditService } from '../../src/audit/audit.service';
 import { createTestApp, TestApp } from '../support/app';
-import { createImagedStudy, createStudy } from '../support/clinical-factories';
+import { createImagedStudy, createPatient, createStudy } from '../support/clinical-factories';
 import { createClinic, createSuperAdminUser } from '../support/factories';
 import { socketRequest } from '../support/http';
 
@@ -150,6 +150,54 @@ describe('The access trail', () => {
       const res = await t.http.get(`/api/patients/${imaged.patient.id}`, { token: other.adminToken });
       expect(res.status).toBe(404);
       expect(await trailOf({ user_id: other.admin.id, action: 'patient.view' }, superAdmin.token)).toEqual([]);
+    });
+
+    it("the patient's studies listed on an empty page (past the end, or a patient without studies): found by the DICOM Patient ID", async () => {
+      const emptyPage = (page: number, total: number) => ({
+        status: 200,
+        body: { data: [], current_page: page, per_page: 15, total, last_page: 1, total_exact: true },
+      });
+      const past = await t.http.get(`/api/patients/${imaged.patient.id}/studies`, {
+        token: clinic.adminToken,
+        query: { page: '99' },
+      });
+      expect({ status: past.status, body: past.body }).toEqual(emptyPage(99, 1));
+      const bare = await createPatient(t.db, clinic.tenant.id);
+      const none = await t.http.get(`/api/patients/${bare.id}/studies`, { token: superAdmin.token });
+      expect({ status: none.status, body: none.body }).toEqual(emptyPage(1, 0));
+
+      const patientId = imaged.patient.patient_id;
+      const [pastEntry] = await waitForTrail({ patient_id: patientId, user_id: clinic.admin.id, action: 'study.search' }, 1);
+      expect(pastEntry).toMatchObject({
+        user: { id: clinic.admin.id },
+        tenant_id: clinic.tenant.id,
+        study_id: null,
+        patient_id: patientId,
+        count: 0,
+      });
+      const [noneEntry] = await waitForTrail({ patient_id: bare.patient_id, action: 'study.search' }, 1);
+      expect(noneEntry).toMatchObject({
+        user: { id: superAdmin.user.id },
+        tenant_id: clinic.tenant.id,
+        study_id: null,
+        patient_id: bare.patient_id,
+        count: 0,
+      });
+    });
+
+    it("a patient the caller cannot see (another clinic's, or no study in the unit): 404, and nothing recorded", async () => {
+      const unit2Only = await createPatient(t.db, clinic.tenant.id);
+      await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit2.id, patient: unit2Only });
+      for (const [token, patient] of [
+        [other.adminToken, imaged.patient],
+        [clinic.token1, unit2Only],
+      ] as const) {
+        const res = await t.http.get(`/api/patients/${patient.id}/studies`, { token, query: { page: '99' } });
+        expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { message: 'Patient not found.' } });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await trailOf({ user_id: other.admin.id, action: 'study.search' }, superAdmin.token)).toEqual([]);
+      expect(await trailOf({ patient_id: unit2Only.patient_id }, superAdmin.token)).toEqual([]);
     });
 
     it('a study opened through the viewer gate with a session: one study.view per caller and study in 5 minutes', async () => {

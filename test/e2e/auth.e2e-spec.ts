@@ -292,6 +292,8 @@ describe('Session: login, logout, refresh, me', () => {
       const res = await t.http.post('/api/refresh', { token });
       expect(res.status).toBe(429);
       expect(res.body).toEqual({ message: 'Too Many Attempts.' });
+      expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
     });
   });
 

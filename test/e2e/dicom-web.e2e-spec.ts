@@ -7,6 +7,7 @@ import { createPatient, createSeries, createStudy, StudyRow } from '../support/c
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
 import { tag } from '../support/expectations';
 import { TestResponse } from '../support/http';
+import { foldLatinLetter, LATIN_RANGES } from '../../src/studies/dicom-web/latin-fold';
 
 jest.setTimeout(30_000);
 
@@ -235,6 +236,79 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
       // Each case is narrowed to this file's rows by PatientID, unless it matches on PatientID itself.
       const narrowed = resolved.startsWith('PatientID=') ? resolved : ours(resolved);
       expect(uids(await search(clinic.token1, narrowed))).toEqual(expected().map((s) => s.study_instance_uid));
+    });
+  });
+
+  describe('folding as the studies search does (search_fold)', () => {
+    /** Apart from `ours()`: PatientIDs starting with F. */
+    const F = `F${T}`;
+    let vietnamese: StudyRow;
+    let polish: StudyRow;
+    let decomposed: StudyRow;
+
+    beforeAll(async () => {
+      const study = (patient_id: string, patient_name: string, study_date: string, study_description: string | null = null) =>
+        createStudy(t.db, {
+          tenant_id: clinic.tenant.id,
+          unit_id: clinic.unit1.id,
+          patient_id,
+          patient_name,
+          study_date,
+          study_description,
+          modalities: ['MR'],
+        });
+      vietnamese = await study(`${F}-V1`, 'NGUYỄN^VĂN AN', '2024-06-03', 'Đầu gối phải');
+      polish = await study(`${F}-L1`, 'ŁUKASZ^WÓJCIK', '2024-06-02');
+      decomposed = await study(`${F}-V2`, 'Nguye\u0302\u0303n^Thi\u0323', '2024-06-01');
+    });
+
+    it('folds every letter of the Latin ranges as search_fold does', async () => {
+      const letters: string[] = [];
+      for (const [from, to] of LATIN_RANGES) {
+        for (let code = from; code <= to; code++)
+          if (/\p{L}/u.test(String.fromCharCode(code))) letters.push(String.fromCharCode(code));
+      }
+      const rows: Array<{ letter: string; folded: string }> = await t.db.query(
+        'SELECT letter, search_fold(letter) AS folded FROM unnest($1::text[]) AS letter',
+        [letters],
+      );
+      expect(rows).toHaveLength(letters.length);
+      expect(rows.filter((row) => foldLatinLetter(row.letter) !== row.folded)).toEqual([]);
+    });
+
+    const cases: Array<[string, () => StudyRow[]]> = [
+      ['PatientName=Nguyễn*', () => [vietnamese, decomposed]],
+      ['PatientName=nguyen*', () => [vietnamese, decomposed]],
+      ['PatientName=NGUYEN^VAN*', () => [vietnamese]],
+      ['PatientName=nguyen^thi', () => [decomposed]],
+      ['PatientName=Łukasz*', () => [polish]],
+      ['PatientName=lukasz*', () => [polish]],
+      ['PatientName=*wojcik', () => [polish]],
+      ['PatientName=nguyan*', () => []],
+      ['PatientName=lucasz*', () => []],
+      ['StudyDescription=dau goi*', () => [vietnamese]],
+      ['StudyDescription=*PHAI', () => [vietnamese]],
+    ];
+    it.each(cases)('%s', async (query, expected) => {
+      const res = await search(
+        clinic.token1,
+        `00100020=${F}*&${query.replace(/=(.*)/, (_, value: string) => `=${encodeURIComponent(value)}`)}`,
+      );
+      expect(uids(res)).toEqual(expected().map((s) => s.study_instance_uid));
+    });
+
+    it('finds by the worklist the names the studies search finds by a fragment', async () => {
+      for (const [fragment, expected] of [
+        ['nguyen', [vietnamese, decomposed]],
+        ['lukasz', [polish]],
+      ] as const) {
+        const list = await t.http.get('/api/studies', { token: clinic.token1, query: { search: `${fragment}` } });
+        expect(list.status).toBe(200);
+        const found = (list.body.data as StudyRow[]).filter((s) => s.patient_id.startsWith(F)).map((s) => s.id);
+        expect(found).toEqual(expected.map((s) => s.id));
+        const worklist = await search(clinic.token1, `00100020=${F}*&PatientName=*${fragment}*`);
+        expect(uids(worklist)).toEqual(expected.map((s) => s.study_instance_uid));
+      }
     });
   });
 

@@ -25,6 +25,28 @@ describe('insensitiveRegex', () => {
     expect(matches('[a]', 'a')).toBe(false);
     expect(matches('ø', 'Ø')).toBe(true);
   });
+
+  it('folds every Latin letter as the studies search does (search_fold)', () => {
+    for (const value of ['Nguyễn*', 'nguyen*', 'NGUYEN^VAN', 'nguy?n^v?n']) expect(matches(value, 'NGUYỄN^VĂN')).toBe(true);
+    for (const value of ['lukasz*', 'Łukasz^*', '*ŁÓDŹ*', '*lodz']) expect(matches(value, 'ŁUKASZ^ŁÓDŹ')).toBe(true);
+    expect(matches('dang*', 'ĐẶNG^THỊ')).toBe(true);
+    expect(matches('nguyen*', 'NGUYE\u0302\u0303N^VAN')).toBe(true);
+    expect(matches('nguyan*', 'NGUYỄN^VĂN')).toBe(false);
+    expect(matches('lucasz*', 'ŁUKASZ^ŁÓDŹ')).toBe(false);
+  });
+
+  it('matches a letter folding to two letters by either spelling', () => {
+    expect(matches('strasse', 'STRAẞE')).toBe(true);
+    expect(matches('straße', 'Strasse')).toBe(true);
+    expect(matches('*aesir', 'Æsir')).toBe(true);
+    expect(matches('æ?', 'aex')).toBe(true);
+    expect(matches('ae', 'æx')).toBe(false);
+  });
+
+  it('stays bounded for the longest value', () => {
+    expect(insensitiveRegex('æ'.repeat(255)).length).toBeLessThan(50_000);
+    expect(insensitiveRegex('*a?'.repeat(85)).length).toBeLessThan(50_000);
+  });
 });
 
 describe('parseQidoStudyQuery', () => {

@@ -6,6 +6,8 @@
  * silently wrong answer.
  */
 
+import { DELETED_MARKS, foldLatin, SPELLINGS } from './latin-fold';
+
 export const QIDO_DEFAULT_LIMIT = 1000;
 export const QIDO_MAX_LIMIT = 1000;
 const MAX_OFFSET = 100_000_000;
@@ -75,43 +77,42 @@ const ATTRIBUTES = new Map<string, Attribute>(
   } satisfies Record<string, Attribute>),
 );
 
-const stripAccents = (text: string) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '');
+/** After each character, the marks search_fold deletes (a decomposed accent). */
+const MARKS = `[${DELETED_MARKS}]*`;
 
 /**
- * Every spelling of each Latin letter up to case and diacritics (Latin-1 Supplement and Latin
- * Extended-A): "a" -> "aAàáâãäåÀÁÂÃÄÅāĀăĂąĄ".
- */
-const SPELLINGS = ((): Map<string, string> => {
-  const spellings = new Map<string, string>();
-  const add = (char: string) => {
-    const base = stripAccents(char).toLowerCase();
-    if (/^[a-z]$/.test(base)) spellings.set(base, (spellings.get(base) ?? '') + char);
-  };
-  for (let code = 0x41; code <= 0x5a; code++) (add(String.fromCharCode(code + 32)), add(String.fromCharCode(code)));
-  for (let code = 0xc0; code <= 0x17f; code++) add(String.fromCharCode(code));
-  return spellings;
-})();
-
-/**
- * A QIDO-RS text match as a PostgreSQL regular expression that ignores case and accents: each
- * letter becomes the class of its spellings, `*` any run, `?` one character, anchored (a value
- * without wildcards is an exact match). It reads the field's own column, since the match is anchored
- * to that one field (search_text joins three); the folded search_text only narrows the rows first
- * (QidoRepository).
+ * A QIDO-RS text match as a PostgreSQL regular expression that ignores case and accents as
+ * search_fold does: the value is folded, each folded letter becomes the class of its spellings (a
+ * folded pair such as "ss" also matches its one-letter spelling "ß", pairs read from the left), `*`
+ * any run, `?` one character, anchored (a value without wildcards is an exact match). It reads the
+ * field's own column, since the match is anchored to that one field (search_text joins three); the
+ * folded search_text only narrows the rows first (QidoRepository). At most a few hundred characters
+ * per character of the value, which is at most 255.
  */
 export function insensitiveRegex(value: string): string {
+  const folded = [...foldLatin(value)];
   let regex = '^';
-  for (const char of stripAccents(value)) {
-    const spellings = SPELLINGS.get(char.toLowerCase());
-    if (spellings) regex += `[${spellings}]`;
-    else if (char === '*') regex += '.*';
-    else if (char === '?') regex += '.';
-    else if (/[\\^$.|+()[\]{}]/.test(char)) regex += `\\${char}`;
-    else if (char.toUpperCase().length === 1 && char.toLowerCase() !== char.toUpperCase())
-      regex += `[${char.toLowerCase()}${char.toUpperCase()}]`;
-    else regex += char;
+  for (let i = 0; i < folded.length; i++) {
+    const pair = i + 1 < folded.length ? SPELLINGS.get(folded[i] + folded[i + 1]) : undefined;
+    if (pair) {
+      regex += `(?:${one(folded[i])}${one(folded[i + 1])}|[${pair}]${MARKS})`;
+      i++;
+    } else regex += one(folded[i]);
   }
   return `${regex}$`;
+}
+
+/** One folded character of a value as a piece of insensitiveRegex. */
+function one(char: string): string {
+  if (char === '*') return '.*';
+  if (char === '?') return `.${MARKS}`;
+  const spellings = SPELLINGS.get(char);
+  if (spellings) return `[${spellings}]${MARKS}`;
+  if (/[\\^$.|+()[\]{}]/.test(char)) return `\\${char}${MARKS}`;
+  // A letter outside the Latin ranges: either case.
+  const upper = char.toUpperCase();
+  if (upper.length === 1 && upper !== char) return `[${char}${upper}]${MARKS}`;
+  return `${char}${MARKS}`;
 }
 
 export function parseQidoStudyQuery(query: Record<string, unknown> | null | undefined): QidoStudyQuery {
@@ -198,8 +199,7 @@ function integer(key: string, value: string, min: number, max: number): number {
 function insensitiveMatch(value: string): InsensitiveMatch | undefined {
   if (/^\*+$/.test(value)) return undefined;
   const longest = value.split(/[*?]/).reduce((a, b) => (b.length > a.length ? b : a), '');
-  const folded = longest.normalize('NFD').replace(/\p{M}/gu, '');
-  return /[A-Za-z0-9]{3}/.test(folded)
+  return /[a-z0-9]{3}/.test(foldLatin(longest))
     ? { regex: insensitiveRegex(value), indexedRun: longest }
     : { regex: insensitiveRegex(value) };
 }
