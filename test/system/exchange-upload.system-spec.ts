@@ -302,6 +302,33 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(Buffer.from(await file.arrayBuffer())).toEqual(versions[storedBy.indexOf(true)]);
   });
 
+  it('refuses a study the image server holds that the archive has not placed yet: its sender decides where it goes', async () => {
+    const written = await study(2);
+    const [first, second] = await filesOf(written);
+    // Straight into the image server (as a device's C-STORE lands), not yet indexed: the study
+    // becomes stable only after a second without instances.
+    const direct = await fetch(`${orthanc.url}/instances`, {
+      method: 'POST',
+      headers: { Authorization: basicAuth(orthanc.username, orthanc.password), 'Content-Type': 'application/dicom' },
+      body: new Uint8Array(first),
+    });
+    expect(direct.status).toBe(200);
+    const res = await stow([{ data: second }], clinic.token1);
+    expect(res.status).toBe(200);
+    expect(refused(res.json)).toEqual([
+      {
+        uid: written.sopInstanceUids[1],
+        code: 0x0124,
+        reason: 'the study is being received from another source: try again in a minute',
+      },
+    ]);
+    expect(await orthancHas(written.sopInstanceUids[1])).toBe(false);
+    const placements = await t.db.query(`SELECT 1 FROM upload_placements WHERE study_instance_uid = $1`, [
+      written.studyInstanceUid,
+    ]);
+    expect(placements).toEqual([]);
+  });
+
   it("takes back a new study's placement when the image server refuses its only instance", async () => {
     const written = await study(1);
     const [data] = await filesOf(written);
