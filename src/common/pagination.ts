@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional } from 'class-validator';
+import { SEARCH_TOTAL_CAP } from '../database/list/list-query';
 import { OneMessage, StringRules } from './validation/fields';
 
 // Digits past a double's range still name an integer >= 1 (or <= -1): the largest double of that sign.
@@ -78,15 +79,21 @@ export function foldedSearch(columns: string[], search: string): { sql: string; 
 
 /**
  * One page of a list with a fixed page size: `fetch` gets the offset and limit and answers the
- * rows and the total; each row becomes its response shape through `toDto`.
+ * rows and the full count; each row becomes its response shape through `toDto`. With a `search`,
+ * the answer follows the contract's rule for every search (docs/search.md): past SEARCH_TOTAL_CAP
+ * matches, `total` is the cap, `total_exact` false, and no page goes past the cap.
  */
 export async function fetchPage<Row, Dto>(
   page: number | undefined,
   perPage: number,
   fetch: (offset: number, limit: number) => Promise<[Row[], number]>,
   toDto: (row: Row) => Dto,
+  search?: string,
 ): Promise<Paginated<Dto>> {
   const current = pageOffset(page, perPage);
-  const [rows, total] = await fetch(current.offset, perPage);
-  return paginated(rows.map(toDto), total, current.page, perPage);
+  const [rows, count] = await fetch(current.offset, perPage);
+  const exact = !search || count <= SEARCH_TOTAL_CAP;
+  const total = exact ? count : SEARCH_TOTAL_CAP;
+  const shown = exact ? rows : rows.slice(0, Math.max(0, total - current.offset));
+  return paginated(shown.map(toDto), total, current.page, perPage, exact);
 }
