@@ -30,6 +30,7 @@ export class UnitsService {
       ADMIN_PAGE_SIZE,
       (offset, limit) => this.units.page(scope, { ...filter, offset, limit }),
       toUnitDto,
+      query.search,
     );
   }
 

@@ -1,21 +1,28 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional } from 'class-validator';
+import { SEARCH_TOTAL_CAP } from '../database/list/list-query';
 import { OneMessage, StringRules } from './validation/fields';
 
-const toIntegerOrKeep = ({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
+// Digits past a double's range still name an integer >= 1 (or <= -1): the largest double of that sign.
+const toIntegerOrKeep = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string' || !/^-?\d+$/.test(value)) return value;
+  const number = Number(value);
+  return Number.isFinite(number) ? number : Math.sign(number) * Number.MAX_VALUE;
+};
 
-const MAX_PAGE = 100_000_000;
-
-/** Why a `page` value (an integer from 1 to MAX_PAGE) is refused, or null. */
+/** Why a `page` value (an integer >= 1, however large: a page past the end is empty) is refused, or null. */
 function pageFailure(value: unknown): string | null {
-  if (typeof value !== 'number' || Number.isNaN(value)) return 'The page field must be an integer.';
-  if (value > MAX_PAGE) return 'The page field is too large.';
-  if (!Number.isInteger(value)) return 'The page field must be an integer.';
+  if (typeof value !== 'number' || !Number.isInteger(value)) return 'The page field must be an integer.';
   if (value < 1) return 'The page field must be at least 1.';
   return null;
 }
+
+/**
+ * Past every list's rows: no table holds 2^53 rows, and past it an offset is no longer exact. A
+ * page's offset stops here, so SQL's bigint holds it; a page starting here is empty.
+ */
+export const MAX_OFFSET = Number.MAX_SAFE_INTEGER;
 
 /** `page` (integer >= 1, default 1). A client's `per_page` is ignored: page sizes are fixed. */
 export class PageQueryDto {
@@ -57,7 +64,7 @@ export function paginated<T>(data: T[], total: number, page: number, perPage: nu
 
 export function pageOffset(page: number | undefined, perPage: number): { page: number; offset: number } {
   const current = page ?? 1;
-  return { page: current, offset: (current - 1) * perPage };
+  return { page: current, offset: Math.min((current - 1) * perPage, MAX_OFFSET) };
 }
 
 /**
@@ -72,15 +79,21 @@ export function foldedSearch(columns: string[], search: string): { sql: string; 
 
 /**
  * One page of a list with a fixed page size: `fetch` gets the offset and limit and answers the
- * rows and the total; each row becomes its response shape through `toDto`.
+ * rows and the full count; each row becomes its response shape through `toDto`. With a `search`,
+ * the answer follows the contract's rule for every search (docs/search.md): past SEARCH_TOTAL_CAP
+ * matches, `total` is the cap, `total_exact` false, and no page goes past the cap.
  */
 export async function fetchPage<Row, Dto>(
   page: number | undefined,
   perPage: number,
   fetch: (offset: number, limit: number) => Promise<[Row[], number]>,
   toDto: (row: Row) => Dto,
+  search?: string,
 ): Promise<Paginated<Dto>> {
   const current = pageOffset(page, perPage);
-  const [rows, total] = await fetch(current.offset, perPage);
-  return paginated(rows.map(toDto), total, current.page, perPage);
+  const [rows, count] = await fetch(current.offset, perPage);
+  const exact = !search || count <= SEARCH_TOTAL_CAP;
+  const total = exact ? count : SEARCH_TOTAL_CAP;
+  const shown = exact ? rows : rows.slice(0, Math.max(0, total - current.offset));
+  return paginated(shown.map(toDto), total, current.page, perPage, exact);
 }

@@ -98,6 +98,21 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       expect(past.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
+    it.each([
+      ['100000001', 100000001],
+      ['99999999999999999999', 1e20],
+      ['9'.repeat(400), Number.MAX_VALUE],
+    ])(
+      'answers page=%s (an integer past the end, however large) with empty data and the right total',
+      async (page, current) => {
+        const k = tag();
+        await createTenant(t.db, { name: `Far ${k}`, slug: `far-${k}` });
+        const res = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `far ${k}`, page } });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ data: [], current_page: current, per_page: 50, total: 1, last_page: 1, total_exact: true });
+      },
+    );
+
     it.each([['0'], ['-1'], ['abc'], ['1.5']])('answers 422 for page=%s', async (page) => {
       const res = await t.http.get('/api/admin/tenants', { token: superToken, query: { page } });
       expect(res.status).toBe(422);
@@ -111,8 +126,8 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       ['abc', 'The page field must be an integer.'],
       ['1.5', 'The page field must be an integer.'],
       ['', 'The page field must be an integer.'],
-      ['100000001', 'The page field is too large.'],
-      ['99999999999999999999', 'The page field is too large.'],
+      ['-99999999999999999999', 'The page field must be at least 1.'],
+      ['1e3', 'The page field must be an integer.'],
     ])('answers 422 for page=%j with the one message that applies', async (page, message) => {
       const res = await t.http.get('/api/admin/tenants', { token: superToken, query: { page } });
       expect(res.status).toBe(422);

@@ -94,6 +94,41 @@ describe('Admin: units (/api/admin/units)', () => {
       expect(p9.body).toEqual({ data: [], current_page: 9, per_page: 50, total: 52, last_page: 2, total_exact: true });
     });
 
+    it("a search's total is exact up to 1,000 matches: past that 1000, total_exact false, and no page past it", async () => {
+      const k = tag();
+      const tenant = await createTenant(t.db);
+      await t.db.query(
+        `INSERT INTO units (tenant_id, name) SELECT $1, 'Cap ${k} ' || lpad(i::text, 4, '0') FROM generate_series(1, 1001) AS i`,
+        [tenant.id],
+      );
+      const names = (from: number, to: number) =>
+        Array.from({ length: to - from + 1 }, (_, i) => `Cap ${k} ${String(from + i).padStart(4, '0')}`);
+      const page = async (query: Record<string, string>) => {
+        const res = await list(query);
+        expect(res.status).toBe(200);
+        return { ...res.body, data: res.body.data.map((u: { name: string }) => u.name) };
+      };
+      const capped = { per_page: 50, total: 1000, last_page: 20, total_exact: false };
+      const search = `cap ${k}`;
+      expect(await page({ search })).toEqual({ ...capped, current_page: 1, data: names(1, 50) });
+      expect(await page({ search, page: '20' })).toEqual({ ...capped, current_page: 20, data: names(951, 1000) });
+      expect(await page({ search, page: '21' })).toEqual({ ...capped, current_page: 21, data: [] });
+      // Without a search the same 1,001 units are counted exactly.
+      expect(await page({ tenant_id: tenant.id, page: '21' })).toEqual({
+        per_page: 50,
+        total: 1001,
+        last_page: 21,
+        total_exact: true,
+        current_page: 21,
+        data: names(1001, 1001),
+      });
+
+      await t.db.query(`DELETE FROM units WHERE tenant_id = $1 AND name = $2`, [tenant.id, names(1001, 1001)[0]]);
+      const exact = { per_page: 50, total: 1000, last_page: 20, total_exact: true };
+      expect(await page({ search, page: '20' })).toEqual({ ...exact, current_page: 20, data: names(951, 1000) });
+      expect(await page({ search, page: '21' })).toEqual({ ...exact, current_page: 21, data: [] });
+    });
+
     it.each([
       [{ page: '0' }, 'page'],
       [{ page: 'x' }, 'page'],

@@ -231,6 +231,40 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 50]);
   });
 
+  it("a study whose date moves after a search walked from its date is still on the search's pages", async () => {
+    // 1,101 matches under 2,600 newer non-matches in a unit of 10,101: page 1 is collected and the
+    // later pages walk from the first match's date (2016-06-01). Ingesting that study again with a
+    // newer date moves it to the top of the list order, above where the walk starts.
+    const moved = await createClinic(t.db, t.http);
+    const insert = (from: number, count: number, name: string, day: string) =>
+      t.db.query(
+        `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, study_date)
+         SELECT $1, $2, 'moved-' || n, '1.2.82.' || n, 'MV' || n, $3, date '${day}' - (n % 3)
+           FROM generate_series(${from}, ${from + count - 1}) AS n`,
+        [moved.tenant.id, moved.unit1.id, name],
+      );
+    await insert(1, 1, 'Deep Walrusson', '2016-06-01');
+    await insert(2, 1100, 'Deep Walrusson', '2015-01-01');
+    await insert(2000, 2600, 'Newer Person', '2020-01-01');
+    await insert(5000, SMALL_SCOPE_ROWS - 3600, 'Older Person', '2010-01-01');
+    const unit = ['s.tenant_id = $2 AND s.unit_id = $3', [moved.tenant.id, moved.unit1.id]] as const;
+    const tokens = [moved.token1, moved.adminToken];
+    const before = await oracle('studies', unit[0], [...unit[1]], 'walruss');
+    for (const token of tokens) await expectPages('/api/studies', token, 'walruss', before, 15, [1, 2]);
+
+    // As ingestion saves a study it already has: the upsert on imgsrv_study_id with the new date.
+    await t.db.query(
+      `INSERT INTO studies (tenant_id, unit_id, imgsrv_study_id, study_instance_uid, patient_id, patient_name, study_date)
+       VALUES ($1, $2, 'moved-1', '1.2.82.1', 'MV1', 'Deep Walrusson', date '2024-01-01')
+       ON CONFLICT (imgsrv_study_id) DO UPDATE SET study_date = EXCLUDED.study_date, updated_at = now()`,
+      [moved.tenant.id, moved.unit1.id],
+    );
+    const after = await oracle('studies', unit[0], [...unit[1]], 'walruss');
+    const [{ id: first }] = await t.db.query(`SELECT id FROM studies WHERE imgsrv_study_id = 'moved-1'`);
+    expect(after[0]).toBe(first);
+    for (const token of tokens) await expectPages('/api/studies', token, 'walruss', after, 15, [1, 2, 67, 68]);
+  });
+
   it("a clinic whose id starts like another's (the terms' key) finds only its own studies and patients", async () => {
     // The search terms carry the first 8 hex digits of the clinic's id; two clinics that share them
     // share terms, and the scope's own condition must still keep each to its own rows.

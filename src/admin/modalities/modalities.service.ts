@@ -24,6 +24,7 @@ export class ModalitiesService {
       ADMIN_PAGE_SIZE,
       (offset, limit) => this.modalities.page({ ...filter, offset, limit }),
       toModalityDto,
+      query.search,
     );
   }
 

@@ -35,6 +35,7 @@ export class TenantsService {
       ADMIN_PAGE_SIZE,
       (offset, limit) => this.tenants.page({ search: query.search, offset, limit }),
       toTenantDto,
+      query.search,
     );
   }
 

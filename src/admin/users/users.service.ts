@@ -35,6 +35,7 @@ export class UsersService {
       ADMIN_PAGE_SIZE,
       (offset, limit) => this.users.page({ ...filter, offset, limit }),
       toAdminUserDto,
+      query.search,
     );
   }
 

@@ -3,7 +3,7 @@ import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import type { AuthUser } from '../../common/auth/auth-user';
 import { DataScope } from '../../common/auth/data-scope';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import {
   CreateTemplateDto,
   TemplateAssetsDto,
@@ -28,15 +28,14 @@ export class TemplatesService {
   constructor(private readonly templates: TemplatesRepository) {}
 
   async list(scope: DataScope, query: TemplateListQueryDto): Promise<Paginated<TemplateDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.templates.page(scope, {
-      tenantId: query.tenant_id,
-      unitId: query.unit_id,
-      search: query.search,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toTemplateDto), total, page, ADMIN_PAGE_SIZE);
+    const filter = { tenantId: query.tenant_id, unitId: query.unit_id, search: query.search };
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) => this.templates.page(scope, { ...filter, offset, limit }),
+      toTemplateDto,
+      query.search,
+    );
   }
 
   async get(scope: DataScope, id: string): Promise<TemplateDto> {
