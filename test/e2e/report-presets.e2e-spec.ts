@@ -222,4 +222,34 @@ describe('Report presets (/api/tenant/report-presets)', () => {
     const message = 'The modality field must not be greater than 16 characters.';
     expect([tooLong.status, tooLong.body]).toEqual([422, { message, errors: { modality: [message] } }]);
   });
+
+  it("a search's total is exact up to 1,000 matches, as every search: past that 1000, total_exact false, no page past it", async () => {
+    const c = await createClinic(t.db, t.http);
+    await t.db.query(
+      `INSERT INTO report_presets (tenant_id, name) SELECT $1, 'Cap ' || lpad(i::text, 4, '0') FROM generate_series(1, 1001) AS i`,
+      [c.tenant.id],
+    );
+    const page = async (query: string) => {
+      const res = await t.http.get(`${URL}?${query}`, { token: c.adminToken });
+      expect(res.status).toBe(200);
+      return { ...res.body, data: res.body.data.map((p: { name: string }) => p.name) };
+    };
+    const capped = { per_page: 50, total: 1000, last_page: 20, total_exact: false };
+    expect(await page('search=cap&page=20')).toEqual({
+      ...capped,
+      current_page: 20,
+      data: expect.arrayContaining(['Cap 1000']),
+    });
+    expect((await page('search=cap&page=20')).data).toHaveLength(50);
+    expect(await page('search=cap&page=21')).toEqual({ ...capped, current_page: 21, data: [] });
+    // Without a search the same 1,001 presets are counted exactly.
+    expect(await page('page=21')).toEqual({
+      per_page: 50,
+      total: 1001,
+      last_page: 21,
+      total_exact: true,
+      current_page: 21,
+      data: ['Cap 1001'],
+    });
+  });
 });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataScope, scopeTenantId } from '../../common/auth/data-scope';
 import { Errors } from '../../common/errors/api-errors';
-import { pageOffset, paginated, Paginated } from '../../common/pagination';
+import { fetchPage, Paginated } from '../../common/pagination';
 import { ADMIN_PAGE_SIZE } from '../../common/responses';
 import { SECTION_NAMES } from '../pdf/report-document';
 import { CreatePresetDto, PresetDto, PresetListQueryDto, toPresetDto, UpdatePresetDto } from './presets.dto';
@@ -24,15 +24,15 @@ export class PresetsService {
   constructor(private readonly presets: PresetsRepository) {}
 
   async list(scope: DataScope, query: PresetListQueryDto): Promise<Paginated<PresetDto>> {
-    const { page, offset } = pageOffset(query.page, ADMIN_PAGE_SIZE);
-    const [rows, total] = await this.presets.page(scope, {
-      modality: query.modality ?? undefined,
-      search: query.search || undefined,
-      unitId: query.unit_id,
-      offset,
-      limit: ADMIN_PAGE_SIZE,
-    });
-    return paginated(rows.map(toPresetDto), total, page, ADMIN_PAGE_SIZE);
+    const search = query.search || undefined;
+    return fetchPage(
+      query.page,
+      ADMIN_PAGE_SIZE,
+      (offset, limit) =>
+        this.presets.page(scope, { modality: query.modality ?? undefined, search, unitId: query.unit_id, offset, limit }),
+      toPresetDto,
+      search,
+    );
   }
 
   async get(scope: DataScope, id: string): Promise<PresetDto> {
