@@ -26,6 +26,8 @@ const HEAD_BYTES = 1024 * 1024;
 const PARALLEL_PARTS = 4;
 /** How long one instance's check and store may hold it, and another upload of it wait. */
 const INSTANCE_HOLD_MS = 5 * 60_000;
+/** How long the instances uploads stored into a study new to the image server are remembered. */
+const STORED_RECORD_SECONDS = 24 * 3600;
 /** Deletes the hold only when it is still this upload's (it may have expired and been taken). */
 const RELEASE_HOLD = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 
@@ -52,7 +54,8 @@ interface Target {
 
 /** What the parts of one body share: each study's check. */
 interface UploadState {
-  studyVerdicts: Map<string, Promise<void>>;
+  /** Per study: whether this body brings it to the image server (see checkStudy). */
+  studyVerdicts: Map<string, Promise<boolean>>;
   /** Per study: the upload placement its verdict rests on (made by this body or found), settled after the body. */
   claims: Map<string, UploadClaim>;
 }
@@ -245,10 +248,15 @@ export class StowService {
       }
       const uid = head.studyInstanceUid!;
       if (!upload.studyVerdicts.has(uid)) upload.studyVerdicts.set(uid, this.checkStudy(user, target, uid, upload));
-      await upload.studyVerdicts.get(uid);
+      const newStudy = await upload.studyVerdicts.get(uid);
       const sop = head.sopInstanceUid!;
       await this.holding(sop, async () => {
-        if (!(await this.alreadyArchived(sop, part.md5))) await this.send(part);
+        // A study this body brings to the image server holds only what uploads stored into it
+        // (recorded, under the same hold): no need to ask the image server per instance.
+        const archived = newStudy ? await this.storedByUploads(uid, sop, part.md5) : await this.alreadyArchived(sop, part.md5);
+        if (archived) return;
+        await this.send(part);
+        await this.redis.multi().hset(storedKey(uid), sop, part.md5).expire(storedKey(uid), STORED_RECORD_SECONDS).exec();
       });
       return { stored: true, head: head as DicomHead };
     } catch (error) {
@@ -294,20 +302,35 @@ export class StowService {
    * The study may take this upload when the archive holds it only within the target (the clinic,
    * or for a regular user the unit), or not at all: then its placement is recorded first. A study
    * the image server already holds but the archive has not placed (being received from a device)
-   * is refused: its device decides where it goes.
+   * is refused: its device decides where it goes. True when this upload brings the study to the
+   * image server (its placement made here, the image server without it).
    */
-  private async checkStudy(user: AuthUser, target: Target, studyUid: string, upload: UploadState): Promise<void> {
+  private async checkStudy(user: AuthUser, target: Target, studyUid: string, upload: UploadState): Promise<boolean> {
     const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
-    if (places.length > 0) return this.assertWithin(target, places);
+    if (places.length > 0) {
+      this.assertWithin(target, places);
+      return false;
+    }
     const claim = await this.placements.claim(studyUid, target, user.id);
     this.assertWithin(target, [claim.place]);
     // Kept before the image server is asked: should that fail, settleClaims still takes the claim back.
     upload.claims.set(studyUid, claim);
-    if (claim.made && (await this.imageServerHolds(studyUid))) {
+    if (!claim.made) return false;
+    if (await this.imageServerHolds(studyUid)) {
       upload.claims.delete(studyUid);
       await this.placements.release(studyUid, target);
       throw new Refusal(FailureReason.notAuthorized, 'the study is being received from another source: try again in a minute');
     }
+    return true;
+  }
+
+  /** `alreadyArchived` for a study this body brings to the image server: what uploads stored into it. */
+  private async storedByUploads(studyUid: string, sopInstanceUid: string, md5: string): Promise<boolean> {
+    const stored = await this.redis.hget(storedKey(studyUid), sopInstanceUid);
+    if (stored === null) return false;
+    if (stored !== md5)
+      throw new Refusal(FailureReason.notAuthorized, 'it would replace an archived instance with other content');
+    return true;
   }
 
   private async imageServerHolds(studyUid: string): Promise<boolean> {
@@ -388,6 +411,8 @@ export class StowService {
     }
   }
 }
+
+const storedKey = (studyUid: string) => `stow:stored:${studyUid}`;
 
 function isReadable(body: unknown): body is Readable {
   return (
