@@ -553,22 +553,27 @@ describe('Reports (/api/studies/{id}/reports)', () => {
   });
 
   describe('walls', () => {
+    /** Every report path of a study with this draft, with a body each accepts. */
+    const everyPath = (draftId: string) => {
+      const r = `/${draftId}`;
+      return [
+        ['GET', '', undefined],
+        ['POST', '', {}],
+        ['GET', r, undefined],
+        ['PATCH', r, { version: 1, findings: 'y' }],
+        ['DELETE', r, undefined],
+        ['POST', `${r}/sign`, { version: 1 }],
+        ['POST', `${r}/addenda`, {}],
+        ['GET', `${r}/pdf`, undefined],
+      ] as const;
+    };
+
     it('another clinic’s and another unit’s study: 404 Study not found on every path', async () => {
       const { c, study, doctorToken } = await setup();
       const other = await createClinic(t.db, t.http);
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-      const r = `/${draft.id}`;
       for (const token of [c.token2, other.token1, other.adminToken]) {
-        for (const [method, path, body] of [
-          ['GET', '', undefined],
-          ['POST', '', {}],
-          ['GET', r, undefined],
-          ['PATCH', r, { version: 1, findings: 'y' }],
-          ['DELETE', r, undefined],
-          ['POST', `${r}/sign`, { version: 1 }],
-          ['POST', `${r}/addenda`, {}],
-          ['GET', `${r}/pdf`, undefined],
-        ] as const) {
+        for (const [method, path, body] of everyPath(draft.id)) {
           const res = await t.http.request(method, url(study.id, path), { token, body });
           expect({ method, path, status: res.status, body: res.body }).toEqual({
             method,
@@ -579,9 +584,9 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         }
       }
       // The clinic's tenant admin and a super admin see it.
-      expect((await t.http.get(url(study.id, r), { token: c.adminToken })).status).toBe(200);
-      expect((await t.http.get(url(study.id, r), { token: superToken })).status).toBe(200);
-      expect((await t.http.get(url(study.id, r), { token: doctorToken })).body.version).toBe(1);
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: c.adminToken })).status).toBe(200);
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: superToken })).status).toBe(200);
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body.version).toBe(1);
     });
 
     // A quarantined study is moved into a clinic once its device is registered: its reports follow
@@ -635,17 +640,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
     it('no session: 401 {message: "Unauthenticated."} on every path', async () => {
       const { study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-      const r = `/${draft.id}`;
-      for (const [method, path, body] of [
-        ['GET', '', undefined],
-        ['POST', '', {}],
-        ['GET', r, undefined],
-        ['PATCH', r, { version: 1, findings: 'y' }],
-        ['DELETE', r, undefined],
-        ['POST', `${r}/sign`, { version: 1 }],
-        ['POST', `${r}/addenda`, {}],
-        ['GET', `${r}/pdf`, undefined],
-      ] as const) {
+      for (const [method, path, body] of everyPath(draft.id)) {
         const res = await t.http.request(method, url(study.id, path), { body });
         expect({ method, path, status: res.status, body: res.body }).toEqual({
           method,
@@ -654,7 +649,10 @@ describe('Reports (/api/studies/{id}/reports)', () => {
           body: { message: 'Unauthenticated.' },
         });
       }
-      expect((await t.http.get(url(study.id, r), { token: doctorToken })).body).toMatchObject({ version: 1, findings: 'x' });
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body).toMatchObject({
+        version: 1,
+        findings: 'x',
+      });
     });
   });
 
