@@ -47,13 +47,10 @@ CREATE FUNCTION public.patient_counts_on_update() RETURNS trigger
         INSERT INTO patient_counts AS c (tenant_id, patients, version)
         SELECT tenant_id, sum(delta), nextval('list_counts_version')
           FROM (
-            SELECT o.tenant_id, CASE WHEN o.tenant_id IS DISTINCT FROM n.tenant_id THEN -1 ELSE 0 END
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.patient_name, o.patient_id, o.created_at) IS DISTINCT FROM (n.tenant_id, n.patient_name, n.patient_id, n.created_at)
+            SELECT o.tenant_id, CASE WHEN (o.tenant_id) IS DISTINCT FROM (n.tenant_id) THEN -1 ELSE 0 END
+              FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE (o.tenant_id, o.patient_name, o.patient_id, o.created_at) IS DISTINCT FROM (n.tenant_id, n.patient_name, n.patient_id, n.created_at)
             UNION ALL
-            SELECT n.tenant_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE o.tenant_id IS DISTINCT FROM n.tenant_id
+            SELECT n.tenant_id, 1 FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE (o.tenant_id) IS DISTINCT FROM (n.tenant_id)
           ) d (tenant_id, delta)
          GROUP BY tenant_id ORDER BY tenant_id
         ON CONFLICT (tenant_id) DO UPDATE
@@ -225,13 +222,9 @@ CREATE FUNCTION public.study_counts_on_update() RETURNS trigger
         SELECT tenant_id, unit_id, sum(delta), nextval('list_counts_version')
           FROM (
             SELECT o.tenant_id, o.unit_id, CASE WHEN (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id) THEN -1 ELSE 0 END
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.unit_id, o.patient_uuid, o.patient_name, o.patient_id, o.accession_number, o.report_status, o.study_date, o.created_at)
-                   IS DISTINCT FROM (n.tenant_id, n.unit_id, n.patient_uuid, n.patient_name, n.patient_id, n.accession_number, n.report_status, n.study_date, n.created_at)
+              FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE (o.tenant_id, o.unit_id, o.patient_uuid, o.patient_name, o.patient_id, o.accession_number, o.report_status, o.study_date, o.created_at) IS DISTINCT FROM (n.tenant_id, n.unit_id, n.patient_uuid, n.patient_name, n.patient_id, n.accession_number, n.report_status, n.study_date, n.created_at)
             UNION ALL
-            SELECT n.tenant_id, n.unit_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id)
+            SELECT n.tenant_id, n.unit_id, 1 FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id)
           ) d (tenant_id, unit_id, delta)
          GROUP BY tenant_id, unit_id ORDER BY tenant_id, unit_id
         ON CONFLICT (tenant_id, unit_id) DO UPDATE
