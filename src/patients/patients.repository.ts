@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, scopeCondition } from '../common/auth/data-scope';
-import { MAX_OFFSET } from '../common/pagination';
 import { Patient } from '../database/entities';
 import {
   ListSearch,
@@ -111,11 +110,10 @@ export class PatientsRepository {
       const p = new SqlParams();
       const where = listScopeSql(PATIENTS_LIST, scope, p);
       const total = this.totals.patients(scope, p).total as string;
-      // A page starting past every list's rows is not read: only its total.
-      const rows: ListRow[] =
-        offset >= MAX_OFFSET
-          ? []
-          : await this.prepared.query(listPageSql(PATIENTS_LIST, where, `, ${total} AS _total`, p, offset, limit), p.values);
+      const rows: ListRow[] = await this.prepared.query(
+        listPageSql(PATIENTS_LIST, where, `, ${total} AS _total`, p, offset, limit),
+        p.values,
+      );
       if (rows.length > 0) return { rows: rows.map(toPatientRow), total: Number(rows[0]._total), exact: true };
       const q = new SqlParams();
       const [row] = await this.prepared.query<{ _total: string }>(

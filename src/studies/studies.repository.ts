@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import { DataScope, RecordPlace, scopeCondition } from '../common/auth/data-scope';
-import { MAX_OFFSET } from '../common/pagination';
 
 /** Where a study row lives, and whose it is: what the viewer gate decides on. */
 export interface StudyPlace extends RecordPlace {
@@ -196,14 +195,10 @@ export class StudiesRepository {
     }
     const p = new SqlParams();
     const where = studyConditions(scope, filter, p);
-    // A page starting past every list's rows is not read: only its total.
-    const rows: ListRow[] =
-      offset >= MAX_OFFSET
-        ? []
-        : await this.prepared.query(
-            listPageSql(STUDIES_LIST, where, `, ${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit),
-            p.values,
-          );
+    const rows: ListRow[] = await this.prepared.query(
+      listPageSql(STUDIES_LIST, where, `, ${this.totalSql(scope, filter, p)} AS _total`, p, offset, limit),
+      p.values,
+    );
     if (rows.length > 0) return { rows, total: Number(rows[0]._total), exact: true };
     // A page past the end (or an empty scope) has no row to carry the total.
     const q = new SqlParams();
