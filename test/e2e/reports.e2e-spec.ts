@@ -439,13 +439,19 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect((await studyState(study.id)).report_status).toBe('final');
     });
 
-    it('a final addendum never changes: PATCH, DELETE and sign again are 409', async () => {
+    /** A study whose report (findings 'x') is signed, and an addendum draft of it (findings 'y'). */
+    async function signedWithAddendumDraft() {
       const { study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
       const addendum = (
         await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'y' } })
       ).body;
+      return { study, doctorToken, draft, addendum };
+    }
+
+    it('a final addendum never changes: PATCH, DELETE and sign again are 409', async () => {
+      const { study, doctorToken, addendum } = await signedWithAddendumDraft();
       const signed = await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
       expect(signed.body).toMatchObject({ kind: 'addendum', status: 'final', version: 2 });
       for (const res of [
@@ -462,12 +468,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
     });
 
     it('addenda amend the final report, not an addendum (draft or final): 409', async () => {
-      const { study, doctorToken } = await setup();
-      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
-      const addendum = (
-        await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'y' } })
-      ).body;
+      const { study, doctorToken, draft, addendum } = await signedWithAddendumDraft();
       const onDraftAddendum = await t.http.post(url(study.id, `/${addendum.id}/addenda`), { token: doctorToken, body: {} });
       expect([onDraftAddendum.status, onDraftAddendum.body]).toEqual([409, NOT_FINAL]);
       await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
