@@ -439,7 +439,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
    * filtered count sets the touched row's `version` from one sequence, so a filtered count kept
    * under the scope's version sum is never stale (ListTotals). Rows are upserted in key order, so
    * two statements touching the same counters lock them in the same order. rebuild_list_counts()
-   * recounts after a bulk load with the triggers off.
+   * recounts after a bulk load with the triggers off. The update triggers: ListVersionOnOrder.
    */
   private async listCounters(q: QueryRunner): Promise<void> {
     await q.query(`CREATE SEQUENCE list_counts_version`);
@@ -482,47 +482,6 @@ export class InitialSchema1763770000000 implements MigrationInterface {
           RETURN NULL;
         END $$`);
     }
-    // Counts follow a study that moves; the version also moves when what a filtered count reads
-    // changes. Other updates (modalities, the worker's refresh) take no counter lock.
-    await q.query(`
-      CREATE FUNCTION study_counts_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO study_counts AS c (tenant_id, unit_id, studies, version)
-        SELECT tenant_id, unit_id, sum(delta), nextval('list_counts_version')
-          FROM (
-            SELECT o.tenant_id, o.unit_id, CASE WHEN (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id) THEN -1 ELSE 0 END
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.unit_id, o.patient_uuid, o.patient_name, o.patient_id, o.accession_number, o.report_status)
-                   IS DISTINCT FROM (n.tenant_id, n.unit_id, n.patient_uuid, n.patient_name, n.patient_id, n.accession_number, n.report_status)
-            UNION ALL
-            SELECT n.tenant_id, n.unit_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.unit_id) IS DISTINCT FROM (n.tenant_id, n.unit_id)
-          ) d (tenant_id, unit_id, delta)
-         GROUP BY tenant_id, unit_id ORDER BY tenant_id, unit_id
-        ON CONFLICT (tenant_id, unit_id) DO UPDATE
-          SET studies = c.studies + EXCLUDED.studies, version = EXCLUDED.version;
-        RETURN NULL;
-      END $$`);
-    await q.query(`
-      CREATE FUNCTION patient_counts_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        INSERT INTO patient_counts AS c (tenant_id, patients, version)
-        SELECT tenant_id, sum(delta), nextval('list_counts_version')
-          FROM (
-            SELECT o.tenant_id, CASE WHEN o.tenant_id IS DISTINCT FROM n.tenant_id THEN -1 ELSE 0 END
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE (o.tenant_id, o.patient_name, o.patient_id) IS DISTINCT FROM (n.tenant_id, n.patient_name, n.patient_id)
-            UNION ALL
-            SELECT n.tenant_id, 1
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-             WHERE o.tenant_id IS DISTINCT FROM n.tenant_id
-          ) d (tenant_id, delta)
-         GROUP BY tenant_id ORDER BY tenant_id
-        ON CONFLICT (tenant_id) DO UPDATE
-          SET patients = c.patients + EXCLUDED.patients, version = EXCLUDED.version;
-        RETURN NULL;
-      END $$`);
     await q.query(`
       CREATE FUNCTION list_counts_on_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -553,8 +512,6 @@ export class InitialSchema1763770000000 implements MigrationInterface {
         REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${counts}_on_insert()`);
       await q.query(`CREATE TRIGGER ${table}_counts_delete AFTER DELETE ON ${table}
         REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${counts}_on_delete()`);
-      await q.query(`CREATE TRIGGER ${table}_counts_update AFTER UPDATE ON ${table}
-        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${counts}_on_update()`);
       await q.query(`CREATE TRIGGER ${table}_counts_truncate AFTER TRUNCATE ON ${table}
         FOR EACH STATEMENT EXECUTE FUNCTION list_counts_on_truncate()`);
     }
@@ -592,8 +549,7 @@ export class InitialSchema1763770000000 implements MigrationInterface {
     await q.query(`DROP SEQUENCE list_counts_version`);
     await q.query(`
       DROP FUNCTION rebuild_list_counts(), list_counts_on_truncate(), study_counts_on_insert(), study_counts_on_delete(),
-        study_counts_on_update(), patient_counts_on_insert(), patient_counts_on_delete(), patient_counts_on_update(),
-        reports_final_unchanged(), report_pdfs_kept(), search_query(uuid[], text), search_terms(text),
+        patient_counts_on_insert(), patient_counts_on_delete(), reports_final_unchanged(), report_pdfs_kept(), search_query(uuid[], text), search_terms(text),
         search_lexemes(uuid, text), search_pattern(text), search_fold(text)`);
   }
 }
