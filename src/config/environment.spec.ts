@@ -125,11 +125,16 @@ describe('loadConfig', () => {
 
   it.each([
     ['off', false],
-    ['true', true],
     ['1', 1],
     ['10.0.0.1, 10.0.0.2', ['10.0.0.1', '10.0.0.2']],
   ])('reads TRUST_PROXY=%s', (value, expected) => {
     expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
+  });
+
+  it('refuses TRUST_PROXY=true: a client would set its own address with X-Forwarded-For', () => {
+    expect(() => load({ TRUST_PROXY: 'true' })).toThrow(
+      /TRUST_PROXY="true": TRUST_PROXY must be off, a hop count or a list of proxy addresses/,
+    );
   });
 
   it("reads DATABASE_WORK_MEM_MB in MB, 0 for the server's own, and refuses anything else", () => {

@@ -96,9 +96,12 @@ export class EnvironmentVariables {
   @Min(1)
   VIEWER_REFUSED_UIDS_PER_MINUTE = 30;
 
-  /** off (default), true, a hop count, or a comma-separated list of proxy addresses/CIDRs. */
-  @Matches(/^(off|false|true|\d+|[0-9a-fA-F:.,/\s]+)$/, {
-    message: 'TRUST_PROXY must be off, true, a hop count or a list of proxy addresses',
+  /**
+   * off (default), a hop count, or a comma-separated list of proxy addresses/CIDRs. Not "trust
+   * every hop": a client's own X-Forwarded-For would then set its address, past the login limit.
+   */
+  @Matches(/^(off|false|\d+|[0-9a-fA-F:.,/\s]+)$/, {
+    message: 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
   })
   TRUST_PROXY = 'off';
 
@@ -159,7 +162,7 @@ export class EnvironmentVariables {
   @Min(0)
   RECONCILE_INTERVAL = 60;
 
-  /** Concurrent ingestion jobs per worker process. */
+  /** Jobs a worker process runs at once, per queue (study, index, report-filing). */
   @Transform(({ value }) => Number(value))
   @IsInt()
   @Min(1)
@@ -171,16 +174,15 @@ export type AppConfig = Readonly<
   Omit<EnvironmentVariables, 'WEBHOOK_SECRET' | 'JWT_SECRET'> & {
     WEBHOOK_SECRET: string;
     JWT_SECRET: string;
-    trustProxy: boolean | number | string[];
+    trustProxy: false | number | string[];
   }
 >;
 
 export class ConfigError extends Error {}
 
-function parseTrustProxy(value: string): boolean | number | string[] {
+function parseTrustProxy(value: string): false | number | string[] {
   const v = value.trim().toLowerCase();
   if (v === 'off' || v === 'false') return false;
-  if (v === 'true') return true;
   if (/^\d+$/.test(v)) return Number(v);
   return v
     .split(',')

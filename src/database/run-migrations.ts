@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/environment';
 import { openDataSource, runMigrations } from './data-source-options';
 
-/** `npm run migration:run`: creates the database if needed and applies pending migrations. */
+/** `npm run migration:run` (built) or `migration:run:dev`: creates the database if needed and applies pending migrations. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const dataSource = await openDataSource(config.DATABASE_URL, { migrate: false });

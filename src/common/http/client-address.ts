@@ -1,7 +1,7 @@
 import proxyAddr from '@fastify/proxy-addr';
 import type { IncomingMessage } from 'http';
 
-type TrustProxy = boolean | number | string[];
+type TrustProxy = false | number | string[];
 
 /**
  * The client's address of a raw request, by the same rule Fastify applies to `request.ip` with the
@@ -11,11 +11,7 @@ type TrustProxy = boolean | number | string[];
 export function clientAddressOf(trustProxy: TrustProxy): (request: IncomingMessage) => string | undefined {
   if (trustProxy === false) return (request) => request.socket?.remoteAddress;
   const trust =
-    trustProxy === true
-      ? () => true
-      : typeof trustProxy === 'number'
-        ? (_address: string, hop: number) => hop < trustProxy
-        : proxyAddr.compile(trustProxy);
+    typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : proxyAddr.compile(trustProxy);
   return (request) => {
     const addresses = proxyAddr.all(request, trust);
     return addresses[addresses.length - 1];
