@@ -11,7 +11,7 @@ import {
   NO_GEOMETRY,
   SeriesFields,
 } from './dicom-mapping';
-import { IndexJobData } from './ingestion-queue.service';
+import { IndexJobData, IngestionQueue } from './ingestion-queue.service';
 import { IndexedInstance, IndexedSeries, IngestionRepository } from './ingestion.repository';
 import { makeThumbnail } from './thumbnails';
 
@@ -30,7 +30,8 @@ const PER_INSTANCE_CONCURRENCY = 8;
 const RENDER_CONCURRENCY = 3;
 
 export interface IndexJobResult {
-  outcome: 'indexed' | 'gone' | 'unknown-study';
+  /** superseded: a later run of the study read the image server after this one; it writes instead. */
+  outcome: 'indexed' | 'gone' | 'unknown-study' | 'superseded';
   series?: number;
   instances?: number;
   thumbnails?: number;
@@ -69,11 +70,13 @@ export class IndexJobService {
   constructor(
     private readonly imgsrv: ImgsrvClient,
     private readonly repository: IngestionRepository,
+    private readonly queue: IngestionQueue,
   ) {}
 
   async run(data: IndexJobData): Promise<IndexJobResult> {
     const study = await this.repository.findStudy(data.imgsrvStudyId);
     if (!study) return { outcome: 'unknown-study' };
+    const run = await this.queue.startIndexRun(data.imgsrvStudyId);
 
     const clock = stopwatch();
     let seriesList: OrthancSeries[];
@@ -121,17 +124,20 @@ export class IndexJobService {
     );
     const modalities = [...new Set(plans.map((p) => p.fields.modality))];
 
-    const written = await this.repository.saveIndex({
-      imgsrvStudyId: data.imgsrvStudyId,
-      series,
-      instances,
-      modalities,
-      studyThumbnail,
-      seriesThumbnails,
-      changeSeq: data.changeSeq,
-      lastUpdate: data.lastUpdate,
-    });
-    if (!written) return { outcome: 'unknown-study' };
+    const written = await this.repository.saveIndex(
+      {
+        imgsrvStudyId: data.imgsrvStudyId,
+        series,
+        instances,
+        modalities,
+        studyThumbnail,
+        seriesThumbnails,
+        changeSeq: data.changeSeq,
+        lastUpdate: data.lastUpdate,
+      },
+      () => this.queue.indexRunSuperseded(data.imgsrvStudyId, run),
+    );
+    if (written !== 'written') return { outcome: written };
     const write = clock();
     return {
       outcome: 'indexed',

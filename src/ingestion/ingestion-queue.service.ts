@@ -42,6 +42,9 @@ export const FOLLOW_UP_DELAY_MS = 2000;
 const GENERATION_TTL_SECONDS = 30 * 24 * 3600;
 
 const generationKey = (kind: string, imgsrvStudyId: string) => `ingest:generation:${kind}:${imgsrvStudyId}`;
+const indexRunKey = (imgsrvStudyId: string) => `ingest:index-run:${imgsrvStudyId}`;
+/** Longer than any index run; an expired key only lets a run write, as before any key existed. */
+const INDEX_RUN_TTL_SECONDS = 24 * 3600;
 const jobIdOf = (kind: string, imgsrvStudyId: string, generation: string | null) =>
   `${kind}:${imgsrvStudyId}:${generation || '0'}`;
 
@@ -82,6 +85,28 @@ export class IngestionQueue {
 
   queueIndex(data: IndexJobData): Promise<QueuedJob> {
     return this.add(this.indexQueue, INDEX_JOB, data.imgsrvStudyId, data);
+  }
+
+  /**
+   * Numbers an index run of the study, taken before it reads the image server. Two runs of one
+   * study can overlap (a follow-up starts while a long run is still going), and the one that read
+   * first may finish last: its write would put back a listing older than the one already written.
+   */
+  async startIndexRun(imgsrvStudyId: string): Promise<number> {
+    const [[, run]] = (await this.redis
+      .multi()
+      .incr(indexRunKey(imgsrvStudyId))
+      .expire(indexRunKey(imgsrvStudyId), INDEX_RUN_TTL_SECONDS)
+      .exec()) as [[Error | null, number]];
+    return run;
+  }
+
+  /**
+   * Whether a later run of the study has started since `run` did: its write is at least as recent,
+   * and anything the image server received after its read leads to another run (add).
+   */
+  async indexRunSuperseded(imgsrvStudyId: string, run: number): Promise<boolean> {
+    return Number(await this.redis.get(indexRunKey(imgsrvStudyId))) > run;
   }
 
   /**

@@ -235,14 +235,16 @@ export class IngestionRepository {
   /**
    * Writes everything the index job gathered in one transaction, so a study is either as before or
    * complete: series and instances upserted (rows only rewritten when they changed), those the image
-   * server no longer holds deleted, `modalities`, thumbnails, and the sync marker.
-   * Returns false when the study row does not exist (nothing written).
+   * server no longer holds deleted, `modalities`, thumbnails, and the sync marker. Nothing is
+   * written when the study row does not exist, or when `superseded` says, under the study's lock,
+   * that a later run read the image server after this one (IngestionQueue.startIndexRun).
    */
-  async saveIndex(write: IndexWrite): Promise<boolean> {
+  async saveIndex(write: IndexWrite, superseded: () => Promise<boolean>): Promise<'written' | 'unknown-study' | 'superseded'> {
     return this.db.transaction(async (m) => {
       await this.lockStudy(m, write.imgsrvStudyId);
       const [study] = await m.query(`SELECT id FROM studies WHERE imgsrv_study_id = $1`, [write.imgsrvStudyId]);
-      if (!study) return false;
+      if (!study) return 'unknown-study';
+      if (await superseded()) return 'superseded';
       const studyId: string = study.id;
 
       const seriesIds = await this.upsertSeries(m, studyId, write.series);
@@ -292,7 +294,7 @@ export class IngestionRepository {
            indexed_at = now()`,
         [write.imgsrvStudyId, write.changeSeq, write.lastUpdate],
       );
-      return true;
+      return 'written';
     });
   }
 
