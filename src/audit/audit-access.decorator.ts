@@ -143,9 +143,12 @@ function describeAccess(spec: AuditSpec, request: AuditedRequest, result: unknow
   if (spec.patientFromAnswer) Object.assign(entry, patientOf(result, request));
   if (spec.search) return { ...entry, count: countOf(result, request) };
   if (spec.patientFromAnswer) return entry;
+  const studyId = spec.studyBodyField ? body[spec.studyBodyField] : params[spec.studyParam ?? 'id'];
   return {
     ...entry,
-    studyId: spec.studyBodyField ? body[spec.studyBodyField] : params[spec.studyParam ?? 'id'],
+    // The raw request, not the validated (lowercased) id: spelled as stored so that one study read
+    // in two cases is still one study.view in its window.
+    studyId: typeof studyId === 'string' ? studyId.toLowerCase() : studyId,
     targetId: spec.targetParam ? params[spec.targetParam] : null,
   };
 }

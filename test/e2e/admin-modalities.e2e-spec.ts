@@ -77,6 +77,17 @@ describe('Admin: modalities (/api/admin/modalities)', () => {
       expect(row.aet).toBe(raw.trim().toUpperCase());
     });
 
+    it('accepts the tenant and unit ids in uppercase and answers them as stored (lowercase)', async () => {
+      const res = await post(valid({ tenant_id: clinic.tenant.id.toUpperCase(), unit_id: clinic.unit1.id.toUpperCase() }));
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        tenant: { id: clinic.tenant.id, name: clinic.tenant.name },
+        unit: { id: clinic.unit1.id, name: clinic.unit1.name },
+      });
+    });
+
     it('accepts IPv6 addresses and a 16-character aet', async () => {
       const res = await post(valid({ ip_address: 'fd00::8:12', aet: `A${randomUUID().replace(/-/g, '').slice(0, 15)}` }));
       expect(res.status).toBe(201);

@@ -129,6 +129,17 @@ describe('Admin: users (/api/admin/users)', () => {
       expect(res.body).toMatchObject({ has_signature: true, crm: '1234/RJ', is_active: false });
     });
 
+    it('accepts the tenant and unit ids in uppercase and answers them as stored (lowercase)', async () => {
+      const res = await post(valid({ tenant_id: clinic.tenant.id.toUpperCase(), unit_id: clinic.unit1.id.toUpperCase() }));
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({
+        tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
+        tenant: { id: clinic.tenant.id, name: clinic.tenant.name },
+        unit: { id: clinic.unit1.id, name: clinic.unit1.name },
+      });
+    });
+
     it('answers 422 for an email taken in another case', async () => {
       const res = await post(valid({ email: clinic.user1.email.toUpperCase() }));
       expect(res.status).toBe(422);
@@ -314,6 +325,20 @@ describe('Admin: users (/api/admin/users)', () => {
       const res = await patch(superUser.id, { is_active: false });
       expect(res.status).toBe(422);
       expect(res.body.errors).toEqual({ is_active: ['You cannot deactivate your own account.'] });
+    });
+
+    it('refuses it with the same answer when the own id is spelled in uppercase', async () => {
+      // A super admin of their own: were the guard skipped, the suite's would stay usable.
+      const own = await createSuperAdminUser(t.db, t.http);
+      const lower = await patch(own.user.id, { is_active: false }, own.token);
+      const upper = await patch(own.user.id.toUpperCase(), { is_active: false }, own.token);
+      const refusal = 'You cannot deactivate your own account.';
+      for (const res of [lower, upper]) {
+        expect(res.status).toBe(422);
+        expect(res.body).toEqual({ message: refusal, errors: { is_active: [refusal] } });
+      }
+      const [row] = await t.db.query(`SELECT is_active FROM users WHERE id = $1`, [own.user.id]);
+      expect(row.is_active).toBe(true);
     });
 
     it('answers 404 for an unknown or malformed user id, an unknown tenant and an unknown unit', async () => {

@@ -19,6 +19,13 @@ export const fieldLabel = (field: string) => field.replace(/_/g, ' ');
 export const trimString = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
 /**
+ * A uuid as PostgreSQL returns it: lowercase. A request may spell one in uppercase (still a valid
+ * uuid), and the services compare request ids with stored ones in JavaScript (a unit's tenant, the
+ * caller's own id), where "ABC" !== "abc".
+ */
+export const lowercaseUuid = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.toLowerCase() : value);
+
+/**
  * Validate only when the key is present. Unlike @IsOptional, an explicit `null` is still
  * validated (and refused by the rules that follow), for fields that may be left out but not cleared.
  */
@@ -126,10 +133,11 @@ export function TrimmedString(field: string, options: { max?: number; optional?:
   );
 }
 
-/** A uuid; required unless `optional` (present-but-null is refused either way). */
+/** A uuid, lowercased; required unless `optional` (present-but-null is refused either way). */
 export function UuidField(field: string, options: { optional?: boolean } = {}) {
   const label = fieldLabel(field);
   return applyDecorators(
+    Transform(lowercaseUuid),
     options.optional ? IfPresent() : IsDefined({ message: `The ${label} field is required.` }),
     IsNotEmpty({ message: options.optional ? `The ${label} field must not be empty.` : `The ${label} field is required.` }),
     IsUUID('all', { message: `The ${label} field must be a valid UUID.` }),

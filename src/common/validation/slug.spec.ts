@@ -13,6 +13,11 @@ describe('normaliseSlug', () => {
     ['日本語 Clinic', 'clinic'],
     ['---', ''],
     ['日本語', ''],
+    // Compatibility characters (a ligature, a superscript, fullwidth letters) spelled as ASCII.
+    ['ﬁle', 'file'],
+    ['x²y', 'x2y'],
+    ['Ｆｕｌｌ Clínica', 'full-clinica'],
+    ['ＡＢＣ', 'abc'],
   ])('%j -> %j', (input, expected) => {
     expect(normaliseSlug(input)).toBe(expected);
   });

@@ -9,10 +9,12 @@ export const SLUG_MAX_LENGTH = 255;
  * hyphen, no hyphen at either end ("Clínica São Paulo" -> "clinica-sao-paulo").
  * Separators are collapsed before slugify runs so that `_`, `&`, `%` and the like split words
  * instead of being glued to them (slugify's strict mode would drop them silently).
+ * NFKC first, so that compatibility characters become the letters and digits they stand for
+ * ("ﬁ" -> "fi", "²" -> "2", fullwidth "Ａ" -> "A") instead of being dropped as untransliterable.
  * Letters slugify cannot transliterate (e.g. CJK) are dropped; the result may then be empty.
  */
 export function normaliseSlug(input: string): string {
-  const spaced = input.normalize('NFC').replace(/[^\p{L}\p{M}\p{N}]+/gu, ' ');
+  const spaced = input.normalize('NFKC').replace(/[^\p{L}\p{M}\p{N}]+/gu, ' ');
   return slugify(spaced, { lower: true, strict: true, trim: true, replacement: '-' })
     .replace(/-+/g, '-')
     .replace(/^-+|-+$/g, '');

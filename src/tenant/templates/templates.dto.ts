@@ -1,10 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsDefined, IsIn, IsObject, IsString, IsUUID } from 'class-validator';
 import { PaginatedDto } from '../../common/responses';
 import { TenantUnitFilterQueryDto } from '../../common/list-queries';
 import {
   IfPresent,
   IfPresentAndNotNull,
+  lowercaseUuid,
   NestedObject,
   NumberInRange,
   OptionalBoolean,
@@ -92,6 +94,7 @@ export class UpdateTemplateDto extends TemplateFieldsDto {
     description: 'null makes the template global to the clinic',
   })
   @IfPresentAndNotNull()
+  @Transform(lowercaseUuid)
   @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
   unit_id?: string | null;
 }

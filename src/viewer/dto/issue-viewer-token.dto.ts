@@ -1,9 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsNotEmpty, IsUUID } from 'class-validator';
+import { lowercaseUuid } from '../../common/validation/fields';
 
 export class IssueViewerTokenDto {
   @ApiProperty({ format: 'uuid', description: 'The study the viewer will open' })
   @IsNotEmpty({ message: 'The study_id field is required.' })
+  @Transform(lowercaseUuid)
   @IsUUID('all', { message: 'The study_id field must be a valid UUID.' })
   study_id: string;
 }
