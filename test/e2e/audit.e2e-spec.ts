@@ -260,8 +260,9 @@ describe('Access log (who opened which study, image or viewer token)', () => {
       const token = clinic.token1;
       const calls: Array<[string, () => Promise<{ status: number }>]> = [
         ['study.view', () => client.get(`/api/studies/${study.id}`, { token })],
-        // Within 5 minutes of the first: the same caller opening the same study leaves no second entry.
-        ['study.view', () => client.get(`/api/studies/${study.id}`, { token })],
+        // Within 5 minutes of the first: the same caller opening the same study, spelled in
+        // uppercase or not, leaves no second entry.
+        ['study.view', () => client.get(`/api/studies/${study.id.toUpperCase()}`, { token })],
         ['study.thumbnail', () => client.get(`/api/studies/${study.id}/thumbnail`, { token })],
         ['series.thumbnail', () => client.get(`/api/studies/${study.id}/series/${series.id}/thumbnail`, { token })],
         ['study.image', () => client.get(`/api/studies/${study.id}/instances/${instance.id}/rendered`, { token })],
