@@ -113,4 +113,49 @@ describe('POST /api/imgsrv/door', () => {
     const res = await ask({ StudyInstanceUID: '1.2.3.4.5.6.7.8.9', PatientID: 'P', Sender: from('EVIL', '10.9.9.9') });
     expect(res.body).toEqual({ allow: true });
   });
+
+  describe('a StudyInstanceUID or PatientID longer than DICOM allows (decisions.md §2: never cut)', () => {
+    // A UID of `length` characters, as a device may send it: digits and dots.
+    const longUid = (length: number) => `2.25.${'9'.repeat(length - 5)}`;
+
+    it('decides on a 300- and a 10,000-character UID as on any other: a new study is let in, a held one keeps its door', async () => {
+      for (const length of [300, 10_000]) {
+        const uid = longUid(length);
+        const fresh = await ask({ StudyInstanceUID: uid, PatientID: 'P', Sender: from('EVIL', '10.9.9.9') });
+        expect(fresh.status).toBe(200);
+        expect(fresh.body).toEqual({ allow: true });
+
+        // Its first instance came from that stranger: nobody else's joins it (the study job
+        // quarantines the study itself, invalid_uid).
+        const before = await refusals('quarantined_study');
+        const joiner = await ask({
+          StudyInstanceUID: uid,
+          PatientID: 'P',
+          Sender: from(`DOOR_A_${process.pid}`.slice(0, 16), '10.1.0.1'),
+          Holder: from('EVIL', '10.9.9.9'),
+        });
+        expect(joiner.status).toBe(200);
+        expect(joiner.body).toMatchObject({ allow: false, reason: 'quarantined_study' });
+        expect(await refusals('quarantined_study')).toBe(before + 1);
+      }
+    });
+
+    it('answers up to the bound (65,536 characters) and 400 {error: Invalid door request} past it', async () => {
+      const atBound = await ask({
+        StudyInstanceUID: longUid(65_536),
+        PatientID: 'P'.repeat(65_536),
+        Sender: from('EVIL', '10.9.9.9'),
+      });
+      expect(atBound.status).toBe(200);
+      expect(atBound.body).toEqual({ allow: true });
+      for (const body of [
+        { StudyInstanceUID: longUid(65_537), PatientID: 'P', Sender: from('EVIL', '10.9.9.9') },
+        { StudyInstanceUID: longUid(70), PatientID: 'P'.repeat(65_537), Sender: from('EVIL', '10.9.9.9') },
+      ]) {
+        const res = await ask(body);
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ error: 'Invalid door request' });
+      }
+    });
+  });
 });

@@ -403,8 +403,11 @@ describe('Device gate: a device is its AE title and its address', () => {
       });
       const placed = await sendAndPlace(own, CLINIC_A_AET);
       expect(placed.row.tenant_id).toBe(clinicA.tenant);
-      const longUid = `${uid64}.7`;
-      const long = await writeStudy(path.join(workDir, 'uid66'), {
+      // 256 characters, the longest StudyInstanceUID Orthanc 1.10.1 stores: past that it refuses the
+      // instance itself ("Bad type for a parameter"), whatever the door answers (docs/dicom-door.md).
+      const longUid = `${uid64}.${'7'.repeat(191)}`;
+      expect(longUid).toHaveLength(256);
+      const long = await writeStudy(path.join(workDir, 'uid256'), {
         patientId: `U1-${suffix}`,
         patientName: 'DOE^JANE',
         studyInstanceUid: longUid,

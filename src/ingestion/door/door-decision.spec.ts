@@ -1,5 +1,5 @@
 import { decideDoor, DoorArchive, DoorRequest, StoredBy } from './door-decision';
-import { parseDoorRequest } from './door-request';
+import { MAX_DICOM_VALUE, parseDoorRequest } from './door-request';
 
 const device = (aet: string, ip = '10.0.0.1'): StoredBy => ({ origin: 'DicomProtocol', aet, ip });
 const SERVICE: StoredBy = { origin: 'RestApi', aet: null, ip: null };
@@ -108,6 +108,17 @@ describe('parseDoorRequest', () => {
     });
   });
 
+  it('reads a StudyInstanceUID and a PatientID past 256 characters as sent, up to MAX_DICOM_VALUE', () => {
+    for (const length of [300, MAX_DICOM_VALUE]) {
+      const uid = `2.25.${'9'.repeat(length - 5)}`;
+      const patientId = 'P'.repeat(length);
+      expect(parseDoorRequest({ StudyInstanceUID: uid, PatientID: patientId, Sender: {} })).toMatchObject({
+        studyInstanceUid: uid,
+        patientId,
+      });
+    }
+  });
+
   it('refuses anything else', () => {
     for (const body of [
       null,
@@ -120,6 +131,8 @@ describe('parseDoorRequest', () => {
       { Sender: {}, StudyInstanceUID: '1.2.3\u0000' },
       { Sender: { Aet: 'CT\u0000' }, StudyInstanceUID: '1.2.3' },
       { Sender: {}, StudyInstanceUID: '1.2.3', PatientID: 'P\ud800' },
+      { Sender: {}, StudyInstanceUID: '1'.repeat(MAX_DICOM_VALUE + 1) },
+      { Sender: {}, StudyInstanceUID: '1.2.3', PatientID: 'P'.repeat(MAX_DICOM_VALUE + 1) },
     ]) {
       expect(parseDoorRequest(body)).toBeNull();
     }
