@@ -121,6 +121,12 @@ describe('resolveLayout', () => {
       color: '#222222',
     });
   });
+
+  it("takes the default font for a name that is only a property every object has ('constructor', '__proto__')", () => {
+    for (const font of ['constructor', '__proto__', 'Constructor']) {
+      expect(resolveLayout({ typography: { font } }, {}).font).toEqual({ regular: 'DejaVuSans', bold: 'DejaVuSans-Bold' });
+    }
+  });
 });
 
 describe('printable', () => {

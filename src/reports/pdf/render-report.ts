@@ -62,7 +62,9 @@ export function resolveLayout(layout: Record<string, unknown>, page: Record<stri
   const unitName = obj(slots.unit_name);
   const signature = obj(slots.signature);
   const margins = obj(page.margins);
-  const font = REPORT_FONTS[String(typography.font ?? '').toLowerCase()] ?? DEFAULT_REPORT_FONT;
+  // Own keys only: a template may name 'constructor' or '__proto__', which every object has.
+  const fontName = String(typography.font ?? '').toLowerCase();
+  const font = Object.hasOwn(REPORT_FONTS, fontName) ? REPORT_FONTS[fontName] : DEFAULT_REPORT_FONT;
   const size = num(typography.size, 6, 18, 10);
   return {
     header: { height: num(header.height, 40, 250, 90), text: text(header.text) },
