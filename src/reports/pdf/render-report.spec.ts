@@ -2,12 +2,14 @@ import { execFileSync } from 'child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
+import PDFDocument from 'pdfkit';
 import sharp from 'sharp';
 import { deflateSync, inflateSync } from 'zlib';
 import { pngChunk as chunk, rgbaPng } from '../../../test/support/png';
 import { uidFromSeed } from '../report-filing.service';
 import type { ReportDocument, ReportPart } from './report-document';
-import { printable, renderReport, resolveLayout } from './render-report';
+import { reportFont } from './report-fonts';
+import { breakLongRuns, LONG_RUN, printable, renderReport, resolveLayout } from './render-report';
 
 /**
  * What poppler reads of a PDF: its text (pdftotext), the images its pages draw and how many image
@@ -273,5 +275,48 @@ describe('uidFromSeed', () => {
     expect(uid.length).toBeLessThanOrEqual(64);
     expect(uidFromSeed('report-series:abc')).toBe(uid);
     expect(uidFromSeed('report-series:abd')).not.toBe(uid);
+  });
+});
+
+describe('breakLongRuns (a run of characters without whitespace laid out in linear time)', () => {
+  const WIDTH = 300;
+  const doc = () => {
+    const d = new PDFDocument({ size: 'A4' });
+    d.registerFont('DejaVuSans', reportFont('DejaVuSans') as unknown as PDFKit.Mixins.PDFFontSource);
+    return d.font('DejaVuSans').fontSize(10);
+  };
+
+  it('cuts a long run into lines no wider than the width, as written once joined, each starting a line', () => {
+    const d = doc();
+    const run = 'W'.repeat(400) + 'i'.repeat(600) + '0123456789'.repeat(30);
+    const text = `Lesion: ${run} and more.\nNext ${'x'.repeat(LONG_RUN)}`;
+    const out = breakLongRuns(d, text, WIDTH);
+    expect(out.replace(/\n/g, '')).toBe(text.replace(/\n/g, ''));
+    const lines = out.split('\n');
+    expect(lines[0]).toBe('Lesion: ');
+    expect(lines).toContain('Next ');
+    const cut = lines.slice(
+      1,
+      lines.findIndex((line) => line.endsWith(' and more.')),
+    );
+    expect(cut.join('').length).toBeGreaterThan(run.length * 0.9);
+    for (const line of lines.filter((l) => !l.includes(' '))) expect(d.widthOfString(line)).toBeLessThanOrEqual(WIDTH);
+    // Filled: no line of the run but its last is under 90% of the width.
+    for (const line of cut) expect(d.widthOfString(line)).toBeGreaterThan(WIDTH * 0.9);
+  });
+
+  it('leaves text without such a run as it is, and never splits a grapheme cluster', () => {
+    const d = doc();
+    const words = `${'y'.repeat(LONG_RUN - 1)} ${'a-b/'.repeat(40)} normal words`;
+    expect(breakLongRuns(d, words, WIDTH)).toBe(words);
+    const clustered = 'q\u0303'.repeat(LONG_RUN);
+    for (const line of breakLongRuns(d, clustered, WIDTH).split('\n')) expect(line).toMatch(/^(q\u0303)+$/);
+  });
+
+  it('prints a 20,000-character word of a section whole: pdftotext reads it back line by line', async () => {
+    // Letters no heading, label or letterhead of the page has, so the word is read back whatever surrounds it.
+    const word = Array.from({ length: 20_000 }, (_, n) => 'qzjk'[n % 4]).join('');
+    const { text } = readPdf(await renderReport(reportDocument([{ findings: `Start ${word} end.` }])));
+    expect(text.replace(/[^qzjk]/g, '')).toBe(word);
   });
 });
