@@ -104,6 +104,7 @@ export function printable(value: string): string {
 
 /** A run of this many characters without whitespace is cut into lines here (breakLongRuns), not by pdfkit. */
 export const LONG_RUN = 200;
+const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}`, 'gu');
 const graphemes = new Intl.Segmenter('und', { granularity: 'grapheme' });
 
 /**
@@ -117,7 +118,7 @@ const graphemes = new Intl.Segmenter('und', { granularity: 'grapheme' });
 export function breakLongRuns(doc: PDFKit.PDFDocument, text: string, width: number): string {
   // A hair under the width: the clusters are measured one by one, the line as a whole (kerning).
   const room = width * 0.99;
-  return text.replace(new RegExp(`\\S{${LONG_RUN},}`, 'gu'), (run, offset: number) => {
+  return text.replace(LONG_RUNS, (run, offset: number) => {
     const widths = new Map<string, number>();
     const lines: string[] = [];
     let line = '';
