@@ -40,6 +40,18 @@ describe('readMultipart', () => {
     await expect(collect(Buffer.from('{"a":1}'), 'XyZ', 64)).rejects.toBeInstanceOf(MultipartError);
   });
 
+  it('refuses part headers over 16 KiB, whether their end comes in the same chunk or later', async () => {
+    const headers = (size: number) =>
+      Buffer.concat([
+        Buffer.from(`--XyZ\r\nContent-Type: application/dicom\r\nX-Pad: ${'a'.repeat(size)}\r\n\r\n`),
+        Buffer.from('data\r\n--XyZ--\r\n'),
+      ]);
+    for (const chunk of [64, 1 << 20]) {
+      await expect(collect(headers(200_000), 'XyZ', chunk)).rejects.toThrow('part headers too large');
+      await expect(collect(headers(16_000), 'XyZ', chunk)).resolves.toHaveLength(1);
+    }
+  });
+
   it('reads the boundary of multipart/related only', () => {
     expect(multipartBoundary('multipart/related; type="application/dicom"; boundary=abc')).toBe('abc');
     expect(multipartBoundary('multipart/related; boundary="a b"; type=application/dicom')).toBe('a b');

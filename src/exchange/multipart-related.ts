@@ -81,10 +81,11 @@ export async function readMultipart(body: AsyncIterable<Buffer>, boundary: strin
         // A part without headers starts with its blank line at once.
         const empty = buffer.length >= 2 && buffer[0] === 0x0d && buffer[1] === 0x0a;
         const end = empty ? -2 : buffer.indexOf(HEADERS_END);
-        if (end === -1) {
-          if (buffer.length > MAX_PART_HEADER_BYTES) throw new MultipartError('part headers too large');
-          continue;
+        // Whether or not their end came in the same chunk: the limit is the headers' size.
+        if (end > MAX_PART_HEADER_BYTES || (end === -1 && buffer.length > MAX_PART_HEADER_BYTES)) {
+          throw new MultipartError('part headers too large');
         }
+        if (end === -1) continue;
         await sink.start(empty ? {} : parseHeaders(buffer.subarray(0, end).toString('latin1')));
         parts++;
         buffer = buffer.subarray(end + 4);
