@@ -49,11 +49,15 @@ export class StowController {
   })
   @ApiConsumes('multipart/related')
   @ApiOkResponse({ type: StowAnswerDto, description: 'application/dicom+json' })
-  @ApiBadRequestResponse({ description: 'A body that is not multipart with its boundary, or that broke off: `{message}`' })
+  @ApiBadRequestResponse({
+    description:
+      'A body that is not multipart with its boundary, part headers over 16 KiB, or a body that broke off: `{message}`',
+  })
   @ApiNotFoundResponse({ description: 'Never for this route (documented for path errors)' })
   @ApiPayloadTooLargeResponse({ description: 'Past 2 GiB: `{message: "Payload too large."}`' })
   @ApiUnsupportedMediaTypeResponse({
-    description: 'Not multipart/related of application/dicom: `{message: "Unsupported media type."}`',
+    description:
+      'Not multipart/related of application/dicom, or without a boundary parameter: `{message: "Unsupported media type."}`',
   })
   @ApiUnprocessableEntityResponse({ description: "unit_id missing (admins), not a unit of the caller's clinic, or not a uuid" })
   async store(
