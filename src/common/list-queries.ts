@@ -1,15 +1,13 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsOptional, IsUUID } from 'class-validator';
+import { IsOptional } from 'class-validator';
 import { SearchPageQueryDto } from './pagination';
-import { lowercaseUuid } from './validation/fields';
+import { UuidValue } from './validation/fields';
 
 /** `page`, `search` and the `tenant_id` filter. */
 export class TenantFilterQueryDto extends SearchPageQueryDto {
   @ApiPropertyOptional({ format: 'uuid' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The tenant id field must be a valid UUID.' })
+  @UuidValue('tenant id')
   tenant_id?: string;
 }
 
@@ -17,7 +15,6 @@ export class TenantFilterQueryDto extends SearchPageQueryDto {
 export class TenantUnitFilterQueryDto extends TenantFilterQueryDto {
   @ApiPropertyOptional({ format: 'uuid' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  @UuidValue('unit id')
   unit_id?: string;
 }

@@ -1,8 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsIn, IsISO8601, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { IsIn, IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../../common/pagination';
-import { lowercaseUuid } from '../../common/validation/fields';
+import { UuidValue } from '../../common/validation/fields';
 import { ACCESS_ACTIONS, AccessAction } from '../audit.service';
 
 const ISO_8601 = 'must be an ISO 8601 date or date-time.';
@@ -17,20 +16,17 @@ export class AccessTrailQueryDto extends PageQueryDto {
 
   @ApiPropertyOptional({ format: 'uuid' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The study_id field must be a valid UUID.' })
+  @UuidValue('study_id')
   study_id?: string;
 
   @ApiPropertyOptional({ format: 'uuid' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The user_id field must be a valid UUID.' })
+  @UuidValue('user_id')
   user_id?: string;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'Super admin only (a tenant admin always reads their clinic)' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The tenant_id field must be a valid UUID.' })
+  @UuidValue('tenant_id')
   tenant_id?: string;
 
   @ApiPropertyOptional({ enum: ACCESS_ACTIONS })

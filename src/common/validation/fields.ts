@@ -133,14 +133,21 @@ export function TrimmedString(field: string, options: { max?: number; optional?:
   );
 }
 
+/**
+ * A uuid of a request, lowercased (lowercaseUuid), else `The <label> field must be a valid UUID.`;
+ * the field's presence rule (IsOptional, IfPresent...) is the caller's.
+ */
+export function UuidValue(label: string) {
+  return applyDecorators(Transform(lowercaseUuid), IsUUID('all', { message: `The ${label} field must be a valid UUID.` }));
+}
+
 /** A uuid, lowercased; required unless `optional` (present-but-null is refused either way). */
 export function UuidField(field: string, options: { optional?: boolean } = {}) {
   const label = fieldLabel(field);
   return applyDecorators(
-    Transform(lowercaseUuid),
     options.optional ? IfPresent() : IsDefined({ message: `The ${label} field is required.` }),
     IsNotEmpty({ message: options.optional ? `The ${label} field must not be empty.` : `The ${label} field is required.` }),
-    IsUUID('all', { message: `The ${label} field must be a valid UUID.` }),
+    UuidValue(label),
   );
 }
 

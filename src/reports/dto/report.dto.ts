@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsDefined, IsUUID } from 'class-validator';
-import { IfPresent, IfPresentAndNotNull, lowercaseUuid, OneMessage, StringRules } from '../../common/validation/fields';
+import { IsDefined } from 'class-validator';
+import { IfPresent, IfPresentAndNotNull, OneMessage, StringRules, UuidValue } from '../../common/validation/fields';
 
 /** Each section's limit (decisions §3c); the database checks it too. */
 export const SECTION_MAX_LENGTH = 20_000;
@@ -44,8 +43,7 @@ export class CreateReportDto extends ReportSectionsDto {
     description: 'A template of the study’s clinic (of its unit or global); absent: the unit’s active template',
   })
   @IfPresentAndNotNull()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The template id field must be a valid UUID.' })
+  @UuidValue('template id')
   template_id?: string | null;
 }
 

@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsOptional, IsUUID } from 'class-validator';
+import { IsOptional } from 'class-validator';
 import { SearchPageQueryDto } from '../../common/pagination';
 import { PaginatedDto } from '../../common/responses';
-import { IfPresentAndNotNull, lowercaseUuid, StringRules, TrimmedString } from '../../common/validation/fields';
+import { IfPresentAndNotNull, StringRules, TrimmedString, UuidValue } from '../../common/validation/fields';
 import { ReportSectionsDto } from '../dto/report.dto';
 
 const MODALITY_MAX = 16;
@@ -29,8 +29,7 @@ class PresetFieldsDto extends ReportSectionsDto {
     description: 'A unit of the clinic; null: the whole clinic',
   })
   @IfPresentAndNotNull()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  @UuidValue('unit id')
   unit_id?: string | null;
 }
 
@@ -55,8 +54,7 @@ export class PresetListQueryDto extends SearchPageQueryDto {
 
   @ApiPropertyOptional({ format: 'uuid', description: 'A tenant or super admin: that unit’s presets and the clinic’s' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  @UuidValue('unit id')
   unit_id?: string;
 }
 

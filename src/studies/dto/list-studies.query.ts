@@ -1,22 +1,19 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsIn, IsOptional, IsUUID } from 'class-validator';
+import { IsIn, IsOptional } from 'class-validator';
 import type { ReportStatus } from '../../database/entities';
 import { SearchPageQueryDto } from '../../common/pagination';
-import { lowercaseUuid } from '../../common/validation/fields';
+import { UuidValue } from '../../common/validation/fields';
 
 /** GET /api/studies: `search` (patient name, patient id, accession number), filters, `page`. */
 export class ListStudiesQueryDto extends SearchPageQueryDto {
   @ApiPropertyOptional({ format: 'uuid', description: 'Only the studies of this patient' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The patient_uuid field must be a valid UUID.' })
+  @UuidValue('patient_uuid')
   patient_uuid?: string;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'Leave this study out (e.g. "other studies of the patient")' })
   @IsOptional()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The exclude_id field must be a valid UUID.' })
+  @UuidValue('exclude_id')
   exclude_id?: string;
 
   @ApiPropertyOptional({

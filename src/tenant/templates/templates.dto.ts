@@ -1,17 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsDefined, IsIn, IsObject, IsString, IsUUID } from 'class-validator';
+import { IsDefined, IsIn, IsObject, IsString } from 'class-validator';
 import { PaginatedDto } from '../../common/responses';
 import { TenantUnitFilterQueryDto } from '../../common/list-queries';
 import {
   IfPresent,
   IfPresentAndNotNull,
-  lowercaseUuid,
   NestedObject,
   NumberInRange,
   OptionalBoolean,
   TrimmedString,
   UuidField,
+  UuidValue,
 } from '../../common/validation/fields';
 import { BACKGROUND_MAX_BYTES, IsImageDataUrl } from '../../common/validation/image-data-url';
 
@@ -94,8 +93,7 @@ export class UpdateTemplateDto extends TemplateFieldsDto {
     description: 'null makes the template global to the clinic',
   })
   @IfPresentAndNotNull()
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The unit id field must be a valid UUID.' })
+  @UuidValue('unit id')
   unit_id?: string | null;
 }
 

@@ -1,13 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsNotEmpty, IsUUID } from 'class-validator';
-import { lowercaseUuid } from '../../common/validation/fields';
+import { IsNotEmpty } from 'class-validator';
+import { UuidValue } from '../../common/validation/fields';
 
 export class IssueViewerTokenDto {
   @ApiProperty({ format: 'uuid', description: 'The study the viewer will open' })
   @IsNotEmpty({ message: 'The study_id field is required.' })
-  @Transform(lowercaseUuid)
-  @IsUUID('all', { message: 'The study_id field must be a valid UUID.' })
+  @UuidValue('study_id')
   study_id: string;
 }
 
