@@ -146,6 +146,9 @@ async function recordQueries(): Promise<Record<string, string>> {
     await record('studies', `${who}: search with up to 1,000 matches (collected, their ids sorted)`, 40, () =>
       repositories().studies.listStudies(scope, { search: 'silva' }, 0, 15),
     );
+    await record('studies', `${who}: search of a fragment in 5 %+ of the scope (counted in list order)`, 6000, () =>
+      repositories().studies.listStudies(scope, { search: 'sil' }, 0, 15),
+    );
     await record('studies', `${who}: search with more than 1,000 matches (walked)`, 1001, () =>
       repositories().studies.listStudies(scope, { search: 'silva', reportStatus: 'final' }, 0, 15),
     );

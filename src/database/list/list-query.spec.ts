@@ -64,6 +64,13 @@ describe('list SQL', () => {
     expect(first).toContain(
       `CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(t.id), ''::bytea ORDER BY t.name ASC, t.id ASC)`,
     );
+    // Read in list order: the first thousand's ids are known past the cap too; the page stops at the cap.
+    const ordered = listFirstSearchSql(SPEC, 'x', '', new SqlParams(), 990, 15, 't.name ASC, t.id ASC');
+    expect(ordered).toContain(`WHERE x ORDER BY t.name ASC, t.id ASC LIMIT ${SEARCH_TOTAL_CAP + 1})`);
+    expect(ordered).toContain('FROM _matches t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT 1000) t');
+    const q = new SqlParams();
+    listFirstSearchSql(SPEC, 'x', '', q, 990, 15, 't.name ASC, t.id ASC');
+    expect(q.values).toEqual([10, 990]);
     const p = new SqlParams();
     const sql = listWalkPageSql(SPEC, 'scope', 'match', '', p, 30, 15, 2000);
     expect(sql).toContain(

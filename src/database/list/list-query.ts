@@ -134,11 +134,13 @@ export function listPageSql(
 /**
  * A first search's statement: its matches collected once, up to one past SEARCH_TOTAL_CAP (`where`:
  * the list's conditions with the fragment), with each of the page's rows the count of those
- * matches (`_total`) and `extra`; when there are more than the cap, one row of `_total` and
- * `extra` with NULL columns, and the page is read by a walk. Up to the cap, one row also carries
- * every match's id in list order (`_ids`: 16 bytes each, uuid_send), which the search's later
- * pages read by id (listIdsPageSql). Counted and collected apart, every match cost two searches of
- * the index.
+ * matches (`_total`) and `extra`, and on one row the ids of the first SEARCH_TOTAL_CAP matches in
+ * list order (`_ids`: 16 bytes each, uuid_send), which the search's later pages read by id
+ * (listIdsPageSql). Those are known when there are no more than the cap, or when `order` (the
+ * list order, which the scope's order index provides) has the matches read in list order, so that
+ * the first 1,001 are the ones read; otherwise past the cap one row of `_total` and `extra` with NULL columns comes back, and
+ * the page is read by a walk. Counted and collected apart, every match cost two searches of the
+ * index.
  */
 export function listFirstSearchSql(
   spec: ListSpec,
@@ -147,17 +149,20 @@ export function listFirstSearchSql(
   p: SqlParams,
   offset: number,
   limit: number,
+  order?: string,
 ): string {
   const alias = tableAlias(spec);
   // The page's rows come out under the table's alias, so that the list order reads them as it is written.
   // The cap's test inside the ids' subqueries is a one-time filter: past the cap, no match is sorted.
-  const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE c._total <= ${SEARCH_TOTAL_CAP}
-                    ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
-  const allIds = `SELECT string_agg(uuid_send(${spec.id}), ''::bytea ORDER BY ${spec.order})
-                    FROM _matches ${alias} WHERE c._total <= ${SEARCH_TOTAL_CAP}`;
-  return `WITH _matches AS MATERIALIZED (SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} LIMIT ${SEARCH_TOTAL_CAP + 1}),
+  const known = order ? 'TRUE' : `c._total <= ${SEARCH_TOTAL_CAP}`;
+  const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE ${known}
+                    ORDER BY ${spec.order} LIMIT ${p.add(Math.max(0, Math.min(limit, SEARCH_TOTAL_CAP - offset)))} OFFSET ${p.add(offset)}`;
+  const firstIds = `SELECT string_agg(uuid_send(${spec.id}), ''::bytea ORDER BY ${spec.order})
+                      FROM (SELECT * FROM _matches ${alias} WHERE ${known} ORDER BY ${spec.order} LIMIT ${SEARCH_TOTAL_CAP}) ${alias}`;
+  const matches = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} ${order ? `ORDER BY ${order} ` : ''}LIMIT ${SEARCH_TOTAL_CAP + 1}`;
+  return `WITH _matches AS MATERIALIZED (${matches}),
                _counted AS (SELECT count(*) AS _total FROM _matches)
-          SELECT ${alias}.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (${allIds}) END AS _ids${extra}
+          SELECT ${alias}.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (${firstIds}) END AS _ids${extra}
             FROM _counted c
             LEFT JOIN LATERAL (SELECT ${spec.columns} FROM ${spec.from} WHERE ${idsIn(spec, pageIds)}) ${alias} ON TRUE
            ORDER BY ${spec.order}`;

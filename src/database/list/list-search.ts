@@ -72,13 +72,31 @@ export function surelyIndexed(search: string): true | undefined {
 
 /**
  * A first search (no count kept at the scope's version): its matches counted up to one past the
- * cap and, when they are no more, its page sorted from them and their ids in list order, in one
- * statement (listFirstSearchSql).
+ * cap and its page sorted from them, with the first thousand's ids in list order when they are
+ * known, in one statement (listFirstSearchSql). `plan`: how the matches are read (FirstSearchPlan).
  */
-export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number, indexed: boolean): string {
+export function searchFirstSql(
+  query: ListSearchQuery,
+  p: SqlParams,
+  offset: number,
+  limit: number,
+  plan: FirstSearchPlan,
+): string {
   const version = `, ${query.counters(p).version} AS _version`;
-  return listFirstSearchSql(query.spec, searchWhere(query, p, indexed), version, p, offset, limit);
+  const { spec } = query;
+  const walk = plan === 'walk';
+  return listFirstSearchSql(spec, searchWhere(query, p, !walk), version, p, offset, limit, walk ? spec.order : undefined);
 }
+
+/**
+ * How a first search reads its matches: `walk` the scope's order index in list order (a small
+ * scope, a dense fragment, terms that do not pay), stopping at 1,001 matches, so that the first
+ * thousand are known in order; or `count` up to 1,001 candidates of the index terms in the order
+ * they come (past the cap, its pages walk). Sorting every candidate of a sparse fragment instead
+ * cost more than the walks it spared: candidates are not matches ("ana p"), a super admin's first
+ * search at 3,000,000 studies took 30 ms on average and up to 630.
+ */
+export type FirstSearchPlan = 'walk' | 'count';
 
 /** The list's conditions and the fragment; `indexed`: through the index terms too (listSearchSql). */
 function searchWhere(query: ListSearchQuery, p: SqlParams, indexed: boolean): string {
@@ -221,17 +239,19 @@ export class ListSearch {
     const meta = await this.meta(query);
     const estimate = meta.indexed && meta.walked > SMALL_SCOPE_ROWS ? await this.estimate(query) : 0;
     const indexed = termsPay(meta, estimate);
+    const plan: FirstSearchPlan = !indexed || estimate >= DENSE_SHARE * meta.walked ? 'walk' : 'count';
     const q = new SqlParams();
-    const rows = await this.prepared.query<Row & PageColumns>(
-      searchFirstSql(query, q, offset, limit, indexed && estimate < DENSE_SHARE * meta.walked),
-      q.values,
-    );
+    const rows = await this.prepared.query<Row & PageColumns>(searchFirstSql(query, q, offset, limit, plan), q.values);
     const [{ _total, _version }] = rows;
     const kept: KeptSearch = { total: Number(_total), version: _version, walked: meta.walked, indexed };
-    // A copy of its own size: the parsed Buffer may be a slice of a shared pool the cache would hold.
-    if (kept.total <= SEARCH_TOTAL_CAP) kept.ids = new Uint8Array(rows.find((row) => row._ids)?._ids ?? []);
+    const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
+    if (kept.total <= SEARCH_TOTAL_CAP || plan !== 'count') {
+      // A copy of its own size: the parsed Buffer may be a slice of a shared pool the cache would hold.
+      kept.ids = new Uint8Array(rows.find((row) => row._ids)?._ids ?? []);
+      this.totals.keepLatest(query.key, kept);
+      return { rows: rows.filter(hasId), total, exact: kept.total <= SEARCH_TOTAL_CAP };
+    }
     this.totals.keepLatest(query.key, kept);
-    if (kept.total <= SEARCH_TOTAL_CAP) return { rows: rows.filter(hasId), total: kept.total, exact: true };
     // Just counted: past the cap, a change since would not change the total said, and the page is read now.
     return (await this.keptPage<Row>(query, kept, offset, limit, false))!;
   }
