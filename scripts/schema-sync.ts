@@ -80,11 +80,16 @@ class Recorder {
     if (/ AS indexed$/.test(text)) return Promise.resolve([{ walked: '100000', clinic: '100000', indexed: true }] as T[]);
     if (/^EXPLAIN /.test(text)) return Promise.resolve([{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': this.matches } }] }] as T[]);
     if (/^WITH _matches /.test(text)) {
-      // Counted through the index terms: the clinics of the matches come back too (KeptSearch.clinics).
-      const clinics = /AS _clinics/.test(text) ? { _clinics: [TENANT] } : {};
-      const first = { _total: String(this.matches), _version: '1.1', ...clinics };
-      if (this.matches > 1000) return Promise.resolve([{ ...first, id: null }] as T[]);
-      return Promise.resolve(Array.from({ length: Number(values[values.length - 2]) }, () => ({ ...first, id: 'x' })) as T[]);
+      const first = { _total: String(this.matches), _version: '1.1' };
+      if (this.matches > 1000) return Promise.resolve([{ ...first, id: null, _ids: null }] as T[]);
+      // Up to the cap, one row carries every match's id (KeptSearch.ids).
+      const ids = Buffer.alloc(16 * this.matches, 0x11);
+      const rows = Array.from({ length: Number(values[values.length - 2]) }, (_, n) => ({
+        ...first,
+        id: 'x',
+        _ids: n === 0 ? ids : null,
+      }));
+      return Promise.resolve(rows as T[]);
     }
     if (/ AS total, /.test(text)) return Promise.resolve([{ total: '100', version: '1.1' }] as T[]);
     if (/ AS version$/.test(text)) return Promise.resolve([{ version: '1.1' }] as T[]);
@@ -138,14 +143,17 @@ async function recordQueries(): Promise<Record<string, string>> {
     await record('studies', `${who}: the list, page 30 (ids first)`, 0, () =>
       repositories().studies.listStudies(scope, {}, 435, 15),
     );
-    await record('studies', `${who}: search with up to 1,000 matches (collected)`, 40, () =>
+    await record('studies', `${who}: search with up to 1,000 matches (collected, their ids sorted)`, 40, () =>
       repositories().studies.listStudies(scope, { search: 'silva' }, 0, 15),
+    );
+    await record('studies', `${who}: search of a fragment in 5 %+ of the scope (counted in list order)`, 6000, () =>
+      repositories().studies.listStudies(scope, { search: 'sil' }, 0, 15),
     );
     await record('studies', `${who}: search with more than 1,000 matches (walked)`, 1001, () =>
       repositories().studies.listStudies(scope, { search: 'silva', reportStatus: 'final' }, 0, 15),
     );
     for (const [matches, plan] of [
-      [40, 'collected'],
+      [40, 'read by the ids kept'],
       [1001, 'walked'],
     ] as const) {
       const again = repositories();
@@ -169,7 +177,7 @@ async function recordQueries(): Promise<Record<string, string>> {
     await record('patients', `${who}: the list, page 1`, 0, () =>
       repositories().patients.listPatients(scope, undefined, 0, 20),
     );
-    await record('patients', `${who}: search with up to 1,000 matches (collected)`, 40, () =>
+    await record('patients', `${who}: search with up to 1,000 matches (collected, their ids sorted)`, 40, () =>
       repositories().patients.listPatients(scope, 'silva', 0, 20),
     );
     await record('patients', `${who}: search with more than 1,000 matches (walked)`, 1001, () =>

@@ -309,7 +309,7 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     expect(admin.body.total_exact).toBe(true);
   });
 
-  it("the super admin's later pages read the clinics of the count's matches; a match in another clinic after the count is found", async () => {
+  it("the super admin's later pages: a match in another clinic after the count is found", async () => {
     const word = `Kv${Array.from({ length: 8 }, () => pick(WORDS)[0]).join('')}${seed}`;
     // Page 1 holds the clinic's matches only; page 2 the other clinic's one.
     for (let n = 0; n < 16; n++) {

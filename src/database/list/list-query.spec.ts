@@ -5,7 +5,6 @@ import {
   listScopeSql,
   listWalkPageSql,
   SEARCH_TOTAL_CAP,
-  searchPlan,
   SMALL_SCOPE_ROWS,
   walkCap,
 } from './list-query';
@@ -23,24 +22,12 @@ const SPEC: ListSpec = {
   walkFrom: { field: 'name', condition: (name) => `t.name >= ${name}` },
 };
 
-describe('searchPlan', () => {
-  it('collects up to the cap, walks past it, and collects matches a walk found bunched', () => {
-    expect(searchPlan(0, false, 100_000)).toBe('collect');
-    expect(searchPlan(SEARCH_TOTAL_CAP, false, 100_000)).toBe('collect');
-    expect(searchPlan(SEARCH_TOTAL_CAP + 1, false, 100_000)).toBe('walk');
-    expect(searchPlan(SEARCH_TOTAL_CAP + 1, true, 100_000)).toBe('collect');
-  });
-
-  it('walks a small scope whole, unless a walk of the search came back short', () => {
-    expect(searchPlan(3, false, SMALL_SCOPE_ROWS)).toBe('walk');
-    expect(searchPlan(3, false, SMALL_SCOPE_ROWS + 1)).toBe('collect');
-    expect(searchPlan(3, true, SMALL_SCOPE_ROWS)).toBe('collect');
-    expect(walkCap(3, SMALL_SCOPE_ROWS, 0, 15)).toBe(SMALL_SCOPE_ROWS);
-    expect(walkCap(3, 500, 0, 15)).toBe(2_000);
-  });
-});
-
 describe('walkCap', () => {
+  it('reads a small scope whole, at least 2,000 rows', () => {
+    expect(walkCap(1001, SMALL_SCOPE_ROWS, 0, 15)).toBe(SMALL_SCOPE_ROWS);
+    expect(walkCap(1001, 500, 0, 15)).toBe(2_000);
+  });
+
   it('is four times what evenly spread matches need, at least 2,000 rows', () => {
     expect(walkCap(1001, 1_000_000, 0, 15)).toBe(Math.ceil((4 * 15 * 1_000_000) / 1001));
     expect(walkCap(1001, 20_000, 0, 15)).toBe(2_000);
@@ -74,6 +61,16 @@ describe('list SQL', () => {
     const first = listFirstSearchSql(SPEC, 'x', '', new SqlParams(), 0, 15);
     expect(first).toContain(`(SELECT t.id, t.name, t.search_text FROM things t WHERE x LIMIT ${SEARCH_TOTAL_CAP + 1})`);
     expect(first).toContain(`t.id = ANY(ARRAY(SELECT t.id FROM _matches t WHERE c._total <= ${SEARCH_TOTAL_CAP}`);
+    expect(first).toContain(
+      `CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(t.id), ''::bytea ORDER BY t.name ASC, t.id ASC)`,
+    );
+    // Read in list order: the first thousand's ids are known past the cap too; the page stops at the cap.
+    const ordered = listFirstSearchSql(SPEC, 'x', '', new SqlParams(), 990, 15, 't.name ASC, t.id ASC');
+    expect(ordered).toContain(`WHERE x ORDER BY t.name ASC, t.id ASC LIMIT ${SEARCH_TOTAL_CAP + 1})`);
+    expect(ordered).toContain('FROM _matches t WHERE TRUE ORDER BY t.name ASC, t.id ASC LIMIT 1000) t');
+    const q = new SqlParams();
+    listFirstSearchSql(SPEC, 'x', '', q, 990, 15, 't.name ASC, t.id ASC');
+    expect(q.values).toEqual([10, 990]);
     const p = new SqlParams();
     const sql = listWalkPageSql(SPEC, 'scope', 'match', '', p, 30, 15, 2000);
     expect(sql).toContain(

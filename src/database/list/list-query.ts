@@ -41,13 +41,6 @@ export interface ListSpec {
 /** A search's total is exact up to this many matches (docs/search.md). */
 export const SEARCH_TOTAL_CAP = 1000;
 
-/**
- * How a search reads a page: `walk` the scope's list-order index and keep the rows that match
- * (many matches: the page is near the start), or `collect` the matches through the search index
- * and sort them (few matches, or matches that sit together far down the list order).
- */
-export type SearchPlan = 'walk' | 'collect';
-
 // Up to this offset one ordered scan reads the page directly; deeper, finding the page's ids first
 // (deferred join) spares a heap visit per skipped row.
 const DIRECT_OFFSET_MAX = 300;
@@ -79,26 +72,18 @@ export function listScopeSql(spec: ListSpec, scope: DataScope, p: SqlParams, thr
 }
 
 /**
- * The clinics whose search terms a scope reads (search_query's `tenants`): its own, or every one;
- * for the super admin, `matched` narrows them to the clinics of a search's matches (KeptSearch).
- * Those come as a value read when the statement runs, as every clinic's do: given to the planner,
- * it built and costed a query per clinic while planning (a kept page's 1.75 against 1.24 ms).
+ * The clinics whose search terms a scope reads (search_query's `tenants`): its own, or every one.
+ * Every clinic's come as a value read when the statement runs: given to the planner, it built and
+ * costed a query per clinic while planning (a kept page's 1.75 against 1.24 ms).
  */
-export function scopeTenantsSql(scope: DataScope, p: SqlParams, matched?: string[]): string {
+export function scopeTenantsSql(scope: DataScope, p: SqlParams): string {
   const tenant = scopeTenantId(scope);
-  if (tenant !== null) return `ARRAY[${p.add(tenant)}::uuid]`;
-  return matched ? `(SELECT ${p.add(matched)}::uuid[])` : '(SELECT array_agg(t.id) FROM tenants t)';
+  return tenant !== null ? `ARRAY[${p.add(tenant)}::uuid]` : '(SELECT array_agg(t.id) FROM tenants t)';
 }
 
-/**
- * What a search of the scope reads of the terms (ListSearchQuery's `tenants` and `everyClinic`): its
- * clinics (scopeTenantsSql), and whether they are every clinic (the super admin's).
- */
+/** What a search of the scope reads of the terms (ListSearchQuery's `tenants`): its clinics (scopeTenantsSql). */
 export function scopeSearchTenants(scope: DataScope) {
-  return {
-    tenants: (p: SqlParams, matched?: string[]) => scopeTenantsSql(scope, p, matched),
-    everyClinic: scopeTenantId(scope) === null,
-  };
+  return { tenants: (p: SqlParams) => scopeTenantsSql(scope, p) };
 }
 
 /**
@@ -149,11 +134,13 @@ export function listPageSql(
 /**
  * A first search's statement: its matches collected once, up to one past SEARCH_TOTAL_CAP (`where`:
  * the list's conditions with the fragment), with each of the page's rows the count of those
- * matches (`_total`) and `extra`; when there are more than the cap, one row of `_total` and
- * `extra` with NULL columns, and the page is read by a walk. Counted and collected apart, every
- * match cost two searches of the index. `clinics`: each row also carries the clinics of the
- * matches (`_clinics`); asked only of a count through the index terms, whose matches are read from
- * the table, where the clinic comes with them (a walk of an order index might not hold it).
+ * matches (`_total`) and `extra`, and on one row the ids of the first SEARCH_TOTAL_CAP matches in
+ * list order (`_ids`: 16 bytes each, uuid_send), which the search's later pages read by id
+ * (listIdsPageSql). Those are known when there are no more than the cap, or when `order` (the
+ * list order, which the scope's order index provides) has the matches read in list order, so that
+ * the first 1,001 are the ones read; otherwise past the cap one row of `_total` and `extra` with NULL columns comes back, and
+ * the page is read by a walk. Counted and collected apart, every match cost two searches of the
+ * index.
  */
 export function listFirstSearchSql(
   spec: ListSpec,
@@ -162,22 +149,32 @@ export function listFirstSearchSql(
   p: SqlParams,
   offset: number,
   limit: number,
-  clinics = false,
+  order?: string,
 ): string {
   const alias = tableAlias(spec);
   // The page's rows come out under the table's alias, so that the list order reads them as it is written.
-  // The cap's test inside the ids' subquery is a one-time filter: past the cap, no match is sorted.
-  const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE c._total <= ${SEARCH_TOTAL_CAP}
-                    ORDER BY ${spec.order} LIMIT ${p.add(limit)} OFFSET ${p.add(offset)}`;
-  const [clinic, clinicsOf] = clinics
-    ? [`, ${spec.scope.tenant} AS _clinic`, ', array_agg(DISTINCT _clinic) AS _clinics']
-    : ['', ''];
-  return `WITH _matches AS MATERIALIZED (SELECT ${spec.walkColumns}${clinic} FROM ${spec.from} WHERE ${where} LIMIT ${SEARCH_TOTAL_CAP + 1}),
-               _counted AS (SELECT count(*) AS _total${clinicsOf} FROM _matches)
-          SELECT ${alias}.*, c._total${clinics ? ', c._clinics' : ''}${extra}
+  // The cap's test inside the ids' subqueries is a one-time filter: past the cap, no match is sorted.
+  const known = order ? 'TRUE' : `c._total <= ${SEARCH_TOTAL_CAP}`;
+  const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE ${known}
+                    ORDER BY ${spec.order} LIMIT ${p.add(Math.max(0, Math.min(limit, SEARCH_TOTAL_CAP - offset)))} OFFSET ${p.add(offset)}`;
+  const firstIds = `SELECT string_agg(uuid_send(${spec.id}), ''::bytea ORDER BY ${spec.order})
+                      FROM (SELECT * FROM _matches ${alias} WHERE ${known} ORDER BY ${spec.order} LIMIT ${SEARCH_TOTAL_CAP}) ${alias}`;
+  const matches = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} ${order ? `ORDER BY ${order} ` : ''}LIMIT ${SEARCH_TOTAL_CAP + 1}`;
+  return `WITH _matches AS MATERIALIZED (${matches}),
+               _counted AS (SELECT count(*) AS _total FROM _matches)
+          SELECT ${alias}.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (${firstIds}) END AS _ids${extra}
             FROM _counted c
             LEFT JOIN LATERAL (SELECT ${spec.columns} FROM ${spec.from} WHERE ${idsIn(spec, pageIds)}) ${alias} ON TRUE
            ORDER BY ${spec.order}`;
+}
+
+/**
+ * The rows of a page whose ids are known (`ids`: a kept search's, in list order), with `where`
+ * (the list's conditions and the fragment, which they met when counted) and `extra` on each.
+ */
+export function listIdsPageSql(spec: ListSpec, where: string, extra: string, p: SqlParams, ids: string[]): string {
+  return `SELECT ${spec.columns}${extra} FROM ${spec.from}
+           WHERE ${spec.id} = ANY(${p.add(ids)}::uuid[]) AND ${where} ORDER BY ${spec.order}`;
 }
 
 /**
@@ -213,18 +210,6 @@ export function listWalkPageSql(
  * 19 ms collected, 164 matches).
  */
 export const SMALL_SCOPE_ROWS = 10_000;
-
-/**
- * The plan of a search's page from its capped count (`matches`, at most SEARCH_TOTAL_CAP + 1) and
- * the `walked` rows of the scope: up to the cap, the matches are collected through the index terms
- * (at most a thousand heap visits and a small sort); past it they are dense enough that a walk in
- * list order meets the page's rows soon; a small scope, or one whose terms do not pay (`indexed`
- * false), is walked; unless a walk of this search already came back short (`bunched`: its matches
- * sit together far down the list order, such as a month's accession numbers).
- */
-export function searchPlan(matches: number, bunched: boolean, walked: number, indexed = true): SearchPlan {
-  return (matches > SEARCH_TOTAL_CAP || walked <= SMALL_SCOPE_ROWS || !indexed) && !bunched ? 'walk' : 'collect';
-}
 
 /**
  * How many rows a walk may read: four times what matches spread evenly over the `walked` rows of

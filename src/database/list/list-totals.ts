@@ -36,14 +36,17 @@ export interface KeptSearch extends KeptCount {
    */
   walkFrom?: string | null;
   /**
-   * The clinics of its matches, when they were counted whole through the index terms: its pages
-   * read only those clinics' terms. A match elsewhere is a change that moves the version first.
+   * Of a search with at most SEARCH_TOTAL_CAP matches, their ids in list order, 16 bytes each (at
+   * most 16 KB): its pages read those rows by id.
    */
-  clinics?: string[];
+  ids?: Uint8Array;
 }
 
-// Enough for every scope x search a busy clinic network keeps warm; the oldest entries go first.
+// Enough for every scope x count a busy clinic network keeps warm; the oldest entries go first.
 const MAX_CACHED = 10_000;
+// Searches seen in the last minutes (a user paging, refreshing, typing a name again); with their
+// matches' ids, at most 32 MB.
+const MAX_SEARCHES = 2_000;
 
 /**
  * Exact list totals without counting the whole scope on every page (see the InitialSchema
@@ -56,7 +59,7 @@ const MAX_CACHED = 10_000;
 @Injectable()
 export class ListTotals {
   private readonly counts = new TtlCache<KeptCount>(MAX_CACHED);
-  private readonly searches = new TtlCache<KeptSearch>(MAX_CACHED);
+  private readonly searches = new TtlCache<KeptSearch>(MAX_SEARCHES);
 
   /** Counters of the studies a scope sees (study_counts, one row per unit). */
   studies(scope: DataScope, p: SqlParams): CounterSql {

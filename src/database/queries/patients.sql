@@ -4,7 +4,7 @@
 -- values: [20,0]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS _total FROM patients p WHERE TRUE ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $1 OFFSET $2;
 
--- super admin: search with up to 1,000 matches (collected)
+-- super admin: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
@@ -12,9 +12,10 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
 
 -- values: ["silva",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
@@ -28,9 +29,10 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE TRUE) AS
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1);
 
 -- values: ["silva",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text, p.tenant_id AS _clinic FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT p.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
@@ -46,17 +48,18 @@ SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::te
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a",20,0]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS _total FROM patients p WHERE p.tenant_id = $1 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $3 OFFSET $4;
 
--- clinic admin: search with up to 1,000 matches (collected)
+-- clinic admin: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $2 AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -69,10 +72,11 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.search_text LIKE search_pattern($2);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND p.search_text LIKE search_pattern($3) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $2 AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $4) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -94,17 +98,18 @@ SELECT (SELECT count(*) FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELEC
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
 SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $4 OFFSET $5;
 
--- unit user: search with up to 1,000 matches (collected)
+-- unit user: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,0]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",20,0]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) AND p.search_text LIKE search_pattern($8) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$7::uuid], $8)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE
@@ -117,10 +122,11 @@ SELECT (SELECT coalesce(sum(c.patients), 0) FROM patient_counts c WHERE c.tenant
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($4);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",20,20]
-WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $1 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $2 AND s.unit_id = $3) AND p.search_text LIKE search_pattern($5) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",20,20]
+WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) AND p.search_text LIKE search_pattern($8) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$7::uuid], $8)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $6) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $7 AND c.unit_id = $8)) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
+  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE

@@ -23,7 +23,7 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS _total FROM studies s
   WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $1 OFFSET $2)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- super admin: search with up to 1,000 matches (collected)
+-- super admin: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["silva"]
 SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
 
@@ -31,11 +31,29 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS wa
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1);
 
 -- values: ["silva",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- super admin: search of a fragment in 5 %+ of the scope (counted in list order)
+-- values: ["sil"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS clinic, search_terms($1) IS NOT NULL AS indexed;
+
+-- values: ["sil"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1);
+
+-- values: ["sil",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
@@ -47,9 +65,10 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE TRUE) AS wa
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2);
 
 -- values: ["final","silva",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text, s.tenant_id AS _clinic FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $2)) LIMIT 1001),
-  _counted AS (SELECT count(*) AS _total, array_agg(DISTINCT _clinic) AS _clinics FROM _matches)
-  SELECT s.*, c._total, c._clinics, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $2)) LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))) s ON TRUE
@@ -61,10 +80,10 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- super admin: the same search again, page 2 (collected, its count kept)
--- values: [["00000000-0000-4000-8000-00000000000a"],"silva",15,15]
+-- super admin: the same search again, page 2 (read by the ids kept, its count kept)
+-- values: ["silva",["11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111"]]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version FROM studies s
-  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT $1::uuid[]), $2)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY($2::uuid[]) AND TRUE AND s.search_text LIKE search_pattern($1) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- super admin: the same search again, page 2 (walked, its count kept)
 -- values: ["silva",11989,15,15]
@@ -103,20 +122,38 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS _total FROM studies s
   WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id = $1 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- clinic admin: search with up to 1,000 matches (collected)
+-- clinic admin: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.search_text LIKE search_pattern($3) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$2::uuid], $3)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $4) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- clinic admin: search of a fragment in 5 %+ of the scope (counted in list order)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","sil"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $2) AS clinic, search_terms($3) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","sil"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.search_text LIKE search_pattern($2);
+
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","sil",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 AND s.search_text LIKE search_pattern($3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: search with more than 1,000 matches (walked)
@@ -126,10 +163,11 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 -- values: ["00000000-0000-4000-8000-00000000000a","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($3);
 
--- values: ["00000000-0000-4000-8000-00000000000a","final","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.report_status = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","final","00000000-0000-4000-8000-00000000000a","silva",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($5) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
@@ -141,10 +179,10 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- clinic admin: the same search again, page 2 (collected, its count kept)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15,15]
+-- clinic admin: the same search again, page 2 (read by the ids kept, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",["11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111"]]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version FROM studies s
-  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY($4::uuid[]) AND s.tenant_id = $2 AND s.search_text LIKE search_pattern($3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- clinic admin: the same search again, page 2 (walked, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",11989,15,15]
@@ -183,20 +221,38 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3 AND c.unit_id = $4) AS _total FROM studies s
   WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- unit user: search with up to 1,000 matches (collected)
+-- unit user: search with up to 1,000 matches (collected, their ids sorted)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva"]
 SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3) AS clinic, search_terms($4) IS NOT NULL AS indexed;
 
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $5 AND c.unit_id = $6) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))) s ON TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+
+-- unit user: search of a fragment in 5 %+ of the scope (counted in list order)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","sil"]
+SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS walked, (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id = $3) AS clinic, search_terms($4) IS NOT NULL AS indexed;
+
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","sil"]
+EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.search_text LIKE search_pattern($3);
+
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","sil",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($5) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
+  _counted AS (SELECT count(*) AS _total FROM _matches)
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
+  FROM _counted c
+  LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
+  ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: search with more than 1,000 matches (walked)
@@ -206,10 +262,11 @@ SELECT (SELECT coalesce(sum(c.studies), 0) FROM study_counts c WHERE c.tenant_id
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","silva"]
 EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($4);
 
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","00000000-0000-4000-8000-00000000000a","silva","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b",15,0]
-WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $1 AND s.unit_id = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($5) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","00000000-0000-4000-8000-00000000000a","silva",15,0]
+WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.report_status = $5 AND s.search_text LIKE search_pattern($7) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$6::uuid], $7)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $6 AND c.unit_id = $7) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
+  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))) s ON TRUE
@@ -221,10 +278,10 @@ SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
--- unit user: the same search again, page 2 (collected, its count kept)
--- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",15,15]
+-- unit user: the same search again, page 2 (read by the ids kept, its count kept)
+-- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",["11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111","11111111-1111-1111-1111-111111111111"]]
 SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version FROM studies s
-  WHERE s.id = ANY(ARRAY(SELECT s.id FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) ORDER BY (s.study_date + 0) DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8)) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
+  WHERE s.id = ANY($6::uuid[]) AND s.tenant_id = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($5) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC;
 
 -- unit user: the same search again, page 2 (walked, its count kept)
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","silva",11989,15,15]
