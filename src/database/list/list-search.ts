@@ -39,10 +39,8 @@ export interface ListSearchQuery {
 export function uuidsAt(ids: Uint8Array, offset: number, count: number): string[] {
   const start = Math.min(offset * 16, ids.length);
   const hex = Buffer.from(ids.buffer, ids.byteOffset + start, Math.min(count * 16, ids.length - start)).toString('hex');
-  return Array.from({ length: hex.length / 32 }, (_, i) => {
-    const h = hex.slice(i * 32, i * 32 + 32);
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-  });
+  const uuid = /^(.{8})(.{4})(.{4})(.{4})/;
+  return Array.from({ length: hex.length / 32 }, (_, i) => hex.slice(i * 32, i * 32 + 32).replace(uuid, '$1-$2-$3-$4-'));
 }
 
 /** A row of a page, not the one row of sizes a first search with no page row answers. */
@@ -73,30 +71,15 @@ export function surelyIndexed(search: string): true | undefined {
 /**
  * A first search (no count kept at the scope's version): its matches counted up to one past the
  * cap and its page sorted from them, with the first thousand's ids in list order when they are
- * known, in one statement (listFirstSearchSql). `plan`: how the matches are read (FirstSearchPlan).
+ * known, in one statement (listFirstSearchSql). `indexed`: up to 1,001 candidates of the index
+ * terms in the order they come; else the scope's order index walked in list order, so that the
+ * first thousand are known in order past the cap too.
  */
-export function searchFirstSql(
-  query: ListSearchQuery,
-  p: SqlParams,
-  offset: number,
-  limit: number,
-  plan: FirstSearchPlan,
-): string {
+export function searchFirstSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number, indexed: boolean): string {
   const version = `, ${query.counters(p).version} AS _version`;
-  const { spec } = query;
-  const walk = plan === 'walk';
-  return listFirstSearchSql(spec, searchWhere(query, p, !walk), version, p, offset, limit, walk ? spec.order : undefined);
+  const order = indexed ? undefined : query.spec.order;
+  return listFirstSearchSql(query.spec, searchWhere(query, p, indexed), version, p, offset, limit, order);
 }
-
-/**
- * How a first search reads its matches: `walk` the scope's order index in list order (a small
- * scope, a dense fragment, terms that do not pay), stopping at 1,001 matches, so that the first
- * thousand are known in order; or `count` up to 1,001 candidates of the index terms in the order
- * they come (past the cap, its pages walk). Sorting every candidate of a sparse fragment instead
- * cost more than the walks it spared: candidates are not matches ("ana p"), a super admin's first
- * search at 3,000,000 studies took 30 ms on average and up to 630.
- */
-export type FirstSearchPlan = 'walk' | 'count';
 
 /** The list's conditions and the fragment; `indexed`: through the index terms too (listSearchSql). */
 function searchWhere(query: ListSearchQuery, p: SqlParams, indexed: boolean): string {
@@ -239,13 +222,15 @@ export class ListSearch {
     const meta = await this.meta(query);
     const estimate = meta.indexed && meta.walked > SMALL_SCOPE_ROWS ? await this.estimate(query) : 0;
     const indexed = termsPay(meta, estimate);
-    const plan: FirstSearchPlan = !indexed || estimate >= DENSE_SHARE * meta.walked ? 'walk' : 'count';
+    // Sorting every candidate of the terms, to know the first thousand past the cap too, cost more
+    // than the walks it spared: candidates are not matches ("ana p"; 30 ms a super admin's search).
+    const throughTerms = indexed && estimate < DENSE_SHARE * meta.walked;
     const q = new SqlParams();
-    const rows = await this.prepared.query<Row & PageColumns>(searchFirstSql(query, q, offset, limit, plan), q.values);
+    const rows = await this.prepared.query<Row & PageColumns>(searchFirstSql(query, q, offset, limit, throughTerms), q.values);
     const [{ _total, _version }] = rows;
     const kept: KeptSearch = { total: Number(_total), version: _version, walked: meta.walked, indexed };
     const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
-    if (kept.total <= SEARCH_TOTAL_CAP || plan !== 'count') {
+    if (kept.total <= SEARCH_TOTAL_CAP || !throughTerms) {
       // A copy of its own size: the parsed Buffer may be a slice of a shared pool the cache would hold.
       kept.ids = new Uint8Array(rows.find((row) => row._ids)?._ids ?? []);
       this.totals.keepLatest(query.key, kept);
