@@ -5,7 +5,6 @@ import {
   listScopeSql,
   listWalkPageSql,
   SEARCH_TOTAL_CAP,
-  SMALL_SCOPE_ROWS,
   walkCap,
 } from './list-query';
 import { SqlParams } from './sql-params';
@@ -23,11 +22,6 @@ const SPEC: ListSpec = {
 };
 
 describe('walkCap', () => {
-  it('reads a small scope whole, at least 2,000 rows', () => {
-    expect(walkCap(1001, SMALL_SCOPE_ROWS, 0, 15)).toBe(SMALL_SCOPE_ROWS);
-    expect(walkCap(1001, 500, 0, 15)).toBe(2_000);
-  });
-
   it('is four times what evenly spread matches need, at least 2,000 rows', () => {
     expect(walkCap(1001, 1_000_000, 0, 15)).toBe(Math.ceil((4 * 15 * 1_000_000) / 1001));
     expect(walkCap(1001, 20_000, 0, 15)).toBe(2_000);

@@ -213,11 +213,11 @@ export const SMALL_SCOPE_ROWS = 10_000;
 
 /**
  * How many rows a walk may read: four times what matches spread evenly over the `walked` rows of
- * the scope need for the page, at least WALK_CAP_MIN; a small scope, whole. `matches` is a lower
- * bound (the count is capped), so the cap is generous.
+ * the scope need for the page, at least WALK_CAP_MIN. `matches` is a lower bound (the count is
+ * capped), so the cap is generous. (A small scope's search is walked whole when counted, and its
+ * pages read by id.)
  */
 export function walkCap(matches: number, walked: number, offset: number, limit: number): number {
-  if (walked <= SMALL_SCOPE_ROWS) return Math.max(WALK_CAP_MIN, walked);
   return Math.max(WALK_CAP_MIN, Math.ceil((4 * (offset + limit) * walked) / Math.max(1, matches)));
 }
 
