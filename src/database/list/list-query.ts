@@ -136,11 +136,10 @@ export function listPageSql(
  * the list's conditions with the fragment), with each of the page's rows the count of those
  * matches (`_total`) and `extra`, and on one row the ids of the first SEARCH_TOTAL_CAP matches in
  * list order (`_ids`: 16 bytes each, uuid_send), which the search's later pages read by id
- * (listIdsPageSql). Those are known when there are no more than the cap, or when `order` (the
- * list order, which the scope's order index provides) has the matches read in list order, so that
- * the first 1,001 are the ones read; otherwise past the cap one row of `_total` and `extra` with NULL columns comes back, and
- * the page is read by a walk. Counted and collected apart, every match cost two searches of the
- * index.
+ * (listIdsPageSql). Those are known up to the cap, or past it when `order` (the list order, which
+ * the scope's order index provides) has the first 1,001 read; otherwise past the cap one row of
+ * `_total` and `extra` with NULL columns comes back, and the page is read by a walk. Counted and
+ * collected apart, every match cost two searches of the index.
  */
 export function listFirstSearchSql(
   spec: ListSpec,
@@ -153,7 +152,7 @@ export function listFirstSearchSql(
 ): string {
   const alias = tableAlias(spec);
   // The page's rows come out under the table's alias, so that the list order reads them as it is written.
-  // The cap's test inside the ids' subqueries is a one-time filter: past the cap, no match is sorted.
+  // The cap's test inside the ids' subqueries is a one-time filter: past it, unordered, none is sorted.
   const known = order ? 'TRUE' : `c._total <= ${SEARCH_TOTAL_CAP}`;
   const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE ${known}
                     ORDER BY ${spec.order} LIMIT ${p.add(Math.max(0, Math.min(limit, SEARCH_TOTAL_CAP - offset)))} OFFSET ${p.add(offset)}`;

@@ -36,8 +36,8 @@ export interface KeptSearch extends KeptCount {
    */
   walkFrom?: string | null;
   /**
-   * Of a search with at most SEARCH_TOTAL_CAP matches, their ids in list order, 16 bytes each (at
-   * most 16 KB): its pages read those rows by id.
+   * The ids of its first SEARCH_TOTAL_CAP matches in list order, 16 bytes each (at most 16 KB), when
+   * its first search knew them (listFirstSearchSql): its pages read those rows by id.
    */
   ids?: Uint8Array;
 }
