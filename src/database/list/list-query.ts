@@ -156,8 +156,8 @@ export function listFirstSearchSql(
   const known = order ? 'TRUE' : `c._total <= ${SEARCH_TOTAL_CAP}`;
   const pageIds = `SELECT ${spec.id} FROM _matches ${alias} WHERE ${known}
                     ORDER BY ${spec.order} LIMIT ${p.add(Math.max(0, Math.min(limit, SEARCH_TOTAL_CAP - offset)))} OFFSET ${p.add(offset)}`;
-  const firstIds = `SELECT string_agg(uuid_send(${spec.id}), ''::bytea ORDER BY ${spec.order})
-                      FROM (SELECT * FROM _matches ${alias} WHERE ${known} ORDER BY ${spec.order} LIMIT ${SEARCH_TOTAL_CAP}) ${alias}`;
+  // All 1,001 when read in list order (one sort): the caller keeps the first SEARCH_TOTAL_CAP.
+  const firstIds = `SELECT string_agg(uuid_send(${spec.id}), ''::bytea ORDER BY ${spec.order}) FROM _matches ${alias} WHERE ${known}`;
   const matches = `SELECT ${spec.walkColumns} FROM ${spec.from} WHERE ${where} ${order ? `ORDER BY ${order} ` : ''}LIMIT ${SEARCH_TOTAL_CAP + 1}`;
   return `WITH _matches AS MATERIALIZED (${matches}),
                _counted AS (SELECT count(*) AS _total FROM _matches)

@@ -233,7 +233,8 @@ export class ListSearch {
     const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
     if (kept.total <= SEARCH_TOTAL_CAP || !throughTerms) {
       // A copy of its own size: the parsed Buffer may be a slice of a shared pool the cache would hold.
-      kept.ids = new Uint8Array(rows.find((row) => row._ids)?._ids ?? []);
+      const ids = rows.find((row) => row._ids)?._ids ?? Buffer.alloc(0);
+      kept.ids = new Uint8Array(ids.subarray(0, 16 * SEARCH_TOTAL_CAP));
       this.totals.keepLatest(query.key, kept);
       return { rows: rows.filter(hasId), total, exact: kept.total <= SEARCH_TOTAL_CAP };
     }

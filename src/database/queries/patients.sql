@@ -14,8 +14,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE
 -- values: ["silva",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
@@ -31,8 +30,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE TRUE AND p.search_text LIKE
 -- values: ["silva",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE TRUE AND p.search_text LIKE search_pattern($1) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $2 OFFSET $3))) p ON TRUE
@@ -58,8 +56,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.sear
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $2 AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -75,8 +72,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND p.sear
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $2 AND p.search_text LIKE search_pattern($4) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $5 OFFSET $6))) p ON TRUE
@@ -108,8 +104,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",20,0]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) AND p.search_text LIKE search_pattern($8) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$7::uuid], $8)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE
@@ -125,8 +120,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM patients p WHERE p.tenant_id = $1 AND EXISTS
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",20,20]
 WITH _matches AS MATERIALIZED (SELECT p.id, p.patient_name, p.created_at, p.search_text FROM patients p WHERE p.tenant_id::text = $4 AND EXISTS (SELECT 1 FROM studies s WHERE s.patient_uuid = p.id AND s.tenant_id = $5 AND s.unit_id = $6) AND p.search_text LIKE search_pattern($8) AND search_lexemes(p.tenant_id, p.search_text) @@ ANY(search_query(ARRAY[$7::uuid], $8)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC)
-  FROM (SELECT * FROM _matches p WHERE c._total <= 1000 ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT 1000) p) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
+  SELECT p.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(p.id), ''::bytea ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC) FROM _matches p WHERE c._total <= 1000) END AS _ids, ((SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM patient_counts c WHERE c.tenant_id = $1) || '/' || (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $2 AND c.unit_id = $3)) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT p.id, p.tenant_id, p.patient_id, p.patient_name, p.patient_birth_date::text AS patient_birth_date, p.patient_sex, p.created_at, p.updated_at FROM patients p WHERE p.id = ANY(ARRAY(SELECT p.id FROM _matches p WHERE c._total <= 1000
   ORDER BY p.patient_name ASC, p.created_at DESC, p.id ASC LIMIT $9 OFFSET $10))) p ON TRUE

@@ -33,8 +33,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE 
 -- values: ["silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $1)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))) s ON TRUE
@@ -50,8 +49,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.search_text LIKE 
 -- values: ["sil",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.search_text LIKE search_pattern($1) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE TRUE) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $2 OFFSET $3))) s ON TRUE
@@ -67,8 +65,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE TRUE AND s.report_status = $
 -- values: ["final","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE TRUE AND s.report_status = $1 AND s.search_text LIKE search_pattern($2) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query((SELECT array_agg(t.id) FROM tenants t), $2)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE TRUE) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $3 OFFSET $4))) s ON TRUE
@@ -132,8 +129,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.searc
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $2 AND s.search_text LIKE search_pattern($4) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$3::uuid], $4)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $5 OFFSET $6))) s ON TRUE
@@ -149,8 +145,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.searc
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","sil",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $2 AND s.search_text LIKE search_pattern($3) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE TRUE) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $4 OFFSET $5))) s ON TRUE
@@ -166,8 +161,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.repor
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000a","final","00000000-0000-4000-8000-00000000000a","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $2 AND s.report_status = $3 AND s.search_text LIKE search_pattern($5) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$4::uuid], $5)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
@@ -231,8 +225,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($6) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$5::uuid], $6)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $7 OFFSET $8))) s ON TRUE
@@ -248,8 +241,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","sil",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id = $3 AND s.unit_id = $4 AND s.search_text LIKE search_pattern($5) ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE TRUE ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE TRUE) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE TRUE
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $6 OFFSET $7))) s ON TRUE
@@ -265,8 +257,7 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM studies s WHERE s.tenant_id = $1 AND s.unit_
 -- values: ["00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","00000000-0000-4000-8000-00000000000a","00000000-0000-4000-8000-00000000000b","final","00000000-0000-4000-8000-00000000000a","silva",15,0]
 WITH _matches AS MATERIALIZED (SELECT s.id, s.study_date, s.created_at, s.search_text FROM studies s WHERE s.tenant_id::text = $3 AND s.unit_id = $4 AND s.report_status = $5 AND s.search_text LIKE search_pattern($7) AND search_lexemes(s.tenant_id, s.search_text) @@ ANY(search_query(ARRAY[$6::uuid], $7)) LIMIT 1001),
   _counted AS (SELECT count(*) AS _total FROM _matches)
-  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC)
-  FROM (SELECT * FROM _matches s WHERE c._total <= 1000 ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT 1000) s) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
+  SELECT s.*, c._total, CASE WHEN row_number() OVER () = 1 THEN (SELECT string_agg(uuid_send(s.id), ''::bytea ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC) FROM _matches s WHERE c._total <= 1000) END AS _ids, (SELECT coalesce(sum(c.version), 0)::text || '.' || count(*)::text FROM study_counts c WHERE c.tenant_id = $1 AND c.unit_id = $2) AS _version
   FROM _counted c
   LEFT JOIN LATERAL (SELECT s.id, s.tenant_id, s.unit_id, s.patient_uuid, s.imgsrv_study_id, s.study_instance_uid, s.patient_id, s.patient_name, s.patient_birth_date::text AS patient_birth_date, s.patient_sex, s.accession_number, s.study_date::text AS study_date, s.study_description, s.modalities, s.report_status, s.reported_at, s.reported_by_user_id, s.created_at, s.updated_at FROM studies s WHERE s.id = ANY(ARRAY(SELECT s.id FROM _matches s WHERE c._total <= 1000
   ORDER BY s.study_date DESC, s.created_at DESC, s.id DESC LIMIT $8 OFFSET $9))) s ON TRUE
