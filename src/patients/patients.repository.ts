@@ -12,7 +12,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
-  scopeSearchTenants,
+  scopeTenantsSql,
   SqlParams,
 } from '../database/list';
 
@@ -55,7 +55,7 @@ export function patientSearch(totals: ListTotals, scope: DataScope, search: stri
     search,
     counters: (p) => totals.patients(scope, p),
     conditions: (p, throughTerms) => listScopeSql(PATIENTS_LIST, scope, p, throughTerms),
-    ...scopeSearchTenants(scope),
+    tenants: (p) => scopeTenantsSql(scope, p),
     scopeKey: JSON.stringify(['patients', scope]),
   };
 }

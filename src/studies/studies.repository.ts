@@ -19,7 +19,7 @@ import {
   listScopeSql,
   ListTotals,
   PreparedQueries,
-  scopeSearchTenants,
+  scopeTenantsSql,
   SqlParams,
 } from '../database/list';
 import type { ReportStatus } from '../database/entities';
@@ -129,7 +129,7 @@ export function studySearch(totals: ListTotals, scope: DataScope, filter: StudyF
     search,
     counters: (p) => totals.studies(scope, p),
     conditions: (p, throughTerms) => studyConditions(scope, filter, p, throughTerms),
-    ...scopeSearchTenants(scope),
+    tenants: (p) => scopeTenantsSql(scope, p),
     scopeKey: JSON.stringify(['studies', scope]),
   };
 }

@@ -81,11 +81,6 @@ export function scopeTenantsSql(scope: DataScope, p: SqlParams): string {
   return tenant !== null ? `ARRAY[${p.add(tenant)}::uuid]` : '(SELECT array_agg(t.id) FROM tenants t)';
 }
 
-/** What a search of the scope reads of the terms (ListSearchQuery's `tenants`): its clinics (scopeTenantsSql). */
-export function scopeSearchTenants(scope: DataScope) {
-  return { tenants: (p: SqlParams) => scopeTenantsSql(scope, p) };
-}
-
 /**
  * A search fragment (any part of a name, id or accession number, in any case, with or without
  * accents; `%`, `_` and `\` literal) as a condition on the list's rows. `tenants` (scopeTenantsSql;

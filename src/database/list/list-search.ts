@@ -137,16 +137,10 @@ export function searchWalkSql(
   return listWalkPageSql(spec, scope, listSearchSql(spec, query.search, p), version, p, offset, limit, cap);
 }
 
-/** A page of the search's matches collected and sorted; `indexed`: see searchWhere. */
-export function searchCollectSql(
-  query: ListSearchQuery,
-  p: SqlParams,
-  offset: number,
-  limit: number,
-  indexed: boolean,
-): string {
+/** A page of the search's matches collected through the index terms and sorted. */
+export function searchCollectSql(query: ListSearchQuery, p: SqlParams, offset: number, limit: number): string {
   const version = `, ${query.counters(p).version} AS _version`;
-  return listPageSql(query.spec, searchWhere(query, p, indexed), version, p, offset, limit, true);
+  return listPageSql(query.spec, searchWhere(query, p, true), version, p, offset, limit, true);
 }
 
 /** What a search learns of its scope: the rows a walk reads, its clinics' rows, whether the fragment has terms. */
@@ -221,15 +215,14 @@ export class ListSearch {
   private async firstPage<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
     const meta = await this.meta(query);
     const estimate = meta.indexed && meta.walked > SMALL_SCOPE_ROWS ? await this.estimate(query) : 0;
-    const indexed = termsPay(meta, estimate);
     // Sorting every candidate of the terms, to know the first thousand past the cap too, cost more
     // than the walks it spared: candidates are not matches ("ana p"; 30 ms a super admin's search
     // at 3,000,000 studies).
-    const throughTerms = indexed && estimate < DENSE_SHARE * meta.walked;
+    const throughTerms = termsPay(meta, estimate) && estimate < DENSE_SHARE * meta.walked;
     const q = new SqlParams();
     const rows = await this.prepared.query<Row & PageColumns>(searchFirstSql(query, q, offset, limit, throughTerms), q.values);
     const [{ _total, _version }] = rows;
-    const kept: KeptSearch = { total: Number(_total), version: _version, walked: meta.walked, indexed };
+    const kept: KeptSearch = { total: Number(_total), version: _version, walked: meta.walked };
     const total = Math.min(kept.total, SEARCH_TOTAL_CAP);
     if (kept.total <= SEARCH_TOTAL_CAP || !throughTerms) {
       // A copy of its own size: the parsed Buffer may be a slice of a shared pool the cache would hold.
@@ -267,7 +260,8 @@ export class ListSearch {
       // Every row still in the scope and matching, and nothing changed there since the count.
       return rows.length === ids.length && current(rows) ? { rows, total, exact } : null;
     }
-    // A bunched search whose first match is known walks from it: its matches sit together there.
+    // Without ids: counted through the index terms, past the cap. A bunched search whose first
+    // match is known walks from it: its matches sit together there.
     const from = (kept.bunched && kept.walkFrom) || undefined;
     if (from || !kept.bunched) {
       const q = new SqlParams();
@@ -279,10 +273,7 @@ export class ListSearch {
       else kept.bunched = true;
     }
     const q = new SqlParams();
-    const rows = await this.prepared.query<Row & PageColumns>(
-      searchCollectSql(query, q, offset, wanted, kept.indexed),
-      q.values,
-    );
+    const rows = await this.prepared.query<Row & PageColumns>(searchCollectSql(query, q, offset, wanted), q.values);
     if (!current(rows)) return null;
     // The first page's first row is the first match: under this version, every match is at or after it.
     if (kept.bunched && kept.walkFrom === undefined && offset === 0 && rows.length > 0) {

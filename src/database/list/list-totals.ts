@@ -25,8 +25,6 @@ export interface KeptSearch extends KeptCount {
   version: string;
   /** The rows a walk of the scope went through when it was counted. */
   walked: number;
-  /** The search reads the index terms: the fragment has some, and they gather fewer candidates than a walk reads rows. */
-  indexed: boolean;
   /** A walk of this search came back short: its matches sit together far down the list order. */
   bunched?: boolean;
   /**
