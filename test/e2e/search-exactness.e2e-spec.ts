@@ -206,8 +206,8 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
       expect(expected.length).toBeGreaterThan(1000);
       for (const token of [other.token1, other.adminToken]) {
         await expectPages('/api/studies', token, fragment, expected, 15, [1, 2, 3, 34, 66, 67, 68]);
-        // Asked again (the count kept): the same pages.
-        await expectPages('/api/studies', token, fragment, expected, 15, [1, 67]);
+        // Asked again (the count kept, pages 1-3 read by the ids their walks met): the same pages.
+        await expectPages('/api/studies', token, fragment, expected, 15, [1, 2, 3, 4, 67]);
       }
     }
     const exactly = await t.http.get('/api/studies', { token: other.token1, query: { search: 'nobody else' } });
@@ -228,7 +228,7 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
     const expected = await oracle('patients', 'p.tenant_id = $2', [other.tenant.id], 'quokkapat');
     expect(expected.length).toBeGreaterThan(1000);
     await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 3, 25, 50, 51]);
-    await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 50]);
+    await expectPages('/api/patients', other.adminToken, 'quokkapat', expected, 20, [1, 2, 3, 4, 50]);
   });
 
   it("a study whose date moves after a search walked from its date is still on the search's pages", async () => {

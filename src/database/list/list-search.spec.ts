@@ -1,4 +1,5 @@
-import { uuidsAt } from './list-search';
+import { keepIds, uuidsAt } from './list-search';
+import { KeptSearch } from './list-totals';
 
 describe('uuidsAt', () => {
   const uuids = [
@@ -24,5 +25,44 @@ describe('uuidsAt', () => {
     const padded = new Uint8Array(64);
     padded.set(ids, 8);
     expect(uuidsAt(padded.subarray(8, 8 + ids.length), 1, 2)).toEqual(uuids.slice(1));
+  });
+});
+
+describe('keepIds', () => {
+  const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+  const page = (from: number, count: number, version = '7.1') =>
+    Array.from({ length: count }, (_, i) => ({ id: uuid(from + i), _version: version }));
+  const search = (): KeptSearch => ({ total: 1001, version: '7.1', walked: 50_000 });
+
+  it('keeps the ids of pages read in order from the start, at the kept version', () => {
+    const kept = search();
+    const first = page(0, 15);
+    expect(keepIds(kept, 0, first)).toBe(first);
+    keepIds(kept, 15, page(15, 15));
+    expect(uuidsAt(kept.ids!, 0, 100)).toEqual(Array.from({ length: 30 }, (_, i) => uuid(i)));
+  });
+
+  it('keeps nothing from a page that does not start where the kept ids end', () => {
+    const kept = search();
+    keepIds(kept, 15, page(15, 15));
+    expect(kept.ids).toBeUndefined();
+    keepIds(kept, 0, page(0, 15));
+    keepIds(kept, 45, page(45, 15));
+    keepIds(kept, 0, page(0, 15));
+    expect(uuidsAt(kept.ids!, 0, 100)).toEqual(Array.from({ length: 15 }, (_, i) => uuid(i)));
+  });
+
+  it('keeps nothing from a page read at another version, or an empty one', () => {
+    const kept = search();
+    keepIds(kept, 0, page(0, 15, '8.1'));
+    keepIds(kept, 0, []);
+    expect(kept.ids).toBeUndefined();
+  });
+
+  it('keeps at most the first 1,000', () => {
+    const kept = search();
+    for (let offset = 0; offset < 1020; offset += 15) keepIds(kept, offset, page(offset, 15));
+    expect(kept.ids!.length).toBe(16 * 1000);
+    expect(uuidsAt(kept.ids!, 999, 1)).toEqual([uuid(999)]);
   });
 });

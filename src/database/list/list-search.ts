@@ -43,6 +43,25 @@ export function uuidsAt(ids: Uint8Array, offset: number, count: number): string[
   return Array.from({ length: hex.length / 32 }, (_, i) => hex.slice(i * 32, i * 32 + 32).replace(uuid, '$1-$2-$3-$4-'));
 }
 
+/** How many of a kept search's first matches in list order have their ids kept. */
+function knownIds(kept: KeptSearch): number {
+  return (kept.ids?.length ?? 0) / 16;
+}
+
+/**
+ * A page walked or collected (the matches from `offset` on, in list order) that starts where the
+ * ids kept end, read at the kept version: its ids extend them, so that the page is read by id when
+ * it comes again. Returns the rows.
+ */
+export function keepIds<Row extends PageColumns>(kept: KeptSearch, offset: number, rows: Row[]): Row[] {
+  const known = knownIds(kept);
+  if (offset !== known || rows.length === 0 || rows[0]._version !== kept.version) return rows;
+  const added = rows.map((row) => Buffer.from((row as { id?: string }).id!.replace(/-/g, ''), 'hex'));
+  const ids = Buffer.concat([kept.ids ?? new Uint8Array(0), ...added]);
+  kept.ids = new Uint8Array(ids.subarray(0, 16 * SEARCH_TOTAL_CAP));
+  return rows;
+}
+
 /** A row of a page, not the one row of sizes a first search with no page row answers. */
 const hasId = (row: object): boolean => (row as { id?: unknown }).id != null;
 
@@ -151,7 +170,7 @@ interface SearchMeta {
 }
 
 /** What a search statement adds to each row: the scope's version when it ran (a first search's, its count too, and on one row its matches' ids). */
-interface PageColumns {
+export interface PageColumns {
   _version: string;
   _total?: string;
   _ids?: Buffer | null;
@@ -253,22 +272,22 @@ export class ListSearch {
     const current = (rows: PageColumns[]) => !verify || (rows.length > 0 && rows[0]._version === kept.version);
     if (wanted <= 0) return !verify || (await this.versionOf(query)) === kept.version ? { rows: [], total, exact } : null;
 
-    if (kept.ids) {
+    if (offset + wanted <= knownIds(kept)) {
       const q = new SqlParams();
-      const ids = uuidsAt(kept.ids, offset, wanted);
+      const ids = uuidsAt(kept.ids!, offset, wanted);
       const rows = await this.prepared.query<Row & PageColumns>(searchIdsSql(query, q, ids), q.values);
       // Every row still in the scope and matching, and nothing changed there since the count.
       return rows.length === ids.length && current(rows) ? { rows, total, exact } : null;
     }
-    // Without ids: counted through the index terms, past the cap. A bunched search whose first
-    // match is known walks from it: its matches sit together there.
+    // Past the ids known: counted through the index terms, past the cap. A bunched search whose
+    // first match is known walks from it: its matches sit together there.
     const from = (kept.bunched && kept.walkFrom) || undefined;
     if (from || !kept.bunched) {
       const q = new SqlParams();
       const cap = walkCap(kept.total, kept.walked, offset, wanted);
       const rows = await this.prepared.query<Row & PageColumns>(searchWalkSql(query, q, offset, wanted, cap, from), q.values);
       if (rows.length > 0 && !current(rows)) return null;
-      if (rows.length >= wanted) return { rows, total, exact };
+      if (rows.length >= wanted) return { rows: keepIds(kept, offset, rows), total, exact };
       if (from) kept.walkFrom = null;
       else kept.bunched = true;
     }
@@ -279,7 +298,7 @@ export class ListSearch {
     if (kept.bunched && kept.walkFrom === undefined && offset === 0 && rows.length > 0) {
       kept.walkFrom = String((rows[0] as Record<string, unknown>)[query.spec.walkFrom.field]);
     }
-    return { rows, total, exact };
+    return { rows: keepIds(kept, offset, rows), total, exact };
   }
 
   /** The scope's sizes (kept a minute) and whether the fragment has index terms, asked only when not known. */

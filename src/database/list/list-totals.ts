@@ -34,8 +34,9 @@ export interface KeptSearch extends KeptCount {
    */
   walkFrom?: string | null;
   /**
-   * The ids of its first SEARCH_TOTAL_CAP matches in list order, 16 bytes each (at most 16 KB), when
-   * its first search knew them (listFirstSearchSql): its pages read those rows by id.
+   * The ids of its first matches in list order, 16 bytes each, up to SEARCH_TOTAL_CAP (16 KB): all
+   * of them up to the cap when its first search knew them (listFirstSearchSql), else those its
+   * walked and collected pages met from the start on. Its pages within them read those rows by id.
    */
   ids?: Uint8Array;
 }
