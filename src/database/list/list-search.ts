@@ -190,7 +190,8 @@ const MAX_SCOPE_SIZES = 10_000;
  * leaves the page to collecting through the search index, and the kept count remembers it. A page
  * of a kept count carries the scope's version: when it moved, the page is thrown away and the
  * search counted again, so a kept count is never used past a change of its scope. Pages stop at
- * the cap: past a thousand matches the user types more.
+ * the cap: past a thousand matches the user types more. A page walked or collected from the start
+ * on keeps its ids too (keepIds), so that it is read by id when it comes again.
  *
  * Round trips: a search seen before, one statement; a first search, its estimate (a large scope)
  * and its count with the page, plus the page of a walk past the cap; the scope's size and, for a
