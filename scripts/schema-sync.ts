@@ -61,6 +61,9 @@ const SCOPES: Array<[string, DataScope]> = [
   ['unit user', { kind: 'unit', tenantId: TENANT, unitId: UNIT }],
 ];
 
+/** The id of every row the recorder answers (16 bytes of 0x11, as the kept ids it answers are). */
+const RECORDED_ID = '11111111-1111-1111-1111-111111111111';
+
 /**
  * PreparedQueries that records each statement and answers as the database would for a scenario:
  * `matches` is what a search's capped count finds, and every page comes back full, except the next
@@ -86,7 +89,7 @@ class Recorder {
       const ids = Buffer.alloc(16 * this.matches, 0x11);
       const rows = Array.from({ length: Number(values[values.length - 2]) }, (_, n) => ({
         ...first,
-        id: 'x',
+        id: RECORDED_ID,
         _ids: n === 0 ? ids : null,
       }));
       return Promise.resolve(rows as T[]);
@@ -94,7 +97,7 @@ class Recorder {
     if (/ AS total, /.test(text)) return Promise.resolve([{ total: '100', version: '1.1' }] as T[]);
     if (/ AS version$/.test(text)) return Promise.resolve([{ version: '1.1' }] as T[]);
     const limit = Number(values[values.length - 2]) || 15;
-    const row = { id: 'x', study_date: '2015-01-01', patient_name: 'SILVA', _total: '100', _version: '1.1' };
+    const row = { id: RECORDED_ID, study_date: '2015-01-01', patient_name: 'SILVA', _total: '100', _version: '1.1' };
     return Promise.resolve(Array.from({ length: limit }, () => row) as T[]);
   }
 }
@@ -112,16 +115,19 @@ async function recordQueries(): Promise<Record<string, string>> {
     };
   };
   const files: Record<string, string[]> = { studies: [], patients: [] };
-  /** Records `run`'s statements; `repeated`: the same call made once before, unrecorded (its count kept). */
+  /**
+   * Records `run`'s statements; `before`: a call made first, unrecorded (its count kept), or true
+   * for the same call.
+   */
   const record = async (
     file: 'studies' | 'patients',
     title: string,
     matches: number,
     run: () => Promise<unknown>,
-    repeated = false,
+    before: boolean | (() => Promise<unknown>) = false,
   ) => {
     recorder.matches = matches;
-    if (repeated) await run();
+    if (before) await (before === true ? run : before)();
     recorder.statements = [];
     await run();
     files[file].push(
@@ -165,14 +171,22 @@ async function recordQueries(): Promise<Record<string, string>> {
         true,
       );
     }
+    const walked = repositories();
+    await record(
+      'studies',
+      `${who}: a search with more than 1,000 matches again, page 1 (read by the ids its walk met)`,
+      1001,
+      () => walked.studies.listStudies(scope, { search: 'silva' }, 0, 15),
+      true,
+    );
     const bunched = repositories();
     recorder.shortWalks = 1;
     await record(
       'studies',
-      `${who}: the same search again, its matches far down the list (walked from its first match)`,
+      `${who}: the same search, page 2, its matches far down the list (walked from its first match)`,
       1001,
+      () => bunched.studies.listStudies(scope, { search: 'silva' }, 15, 15),
       () => bunched.studies.listStudies(scope, { search: 'silva' }, 0, 15),
-      true,
     );
     await record('patients', `${who}: the list, page 1`, 0, () =>
       repositories().patients.listPatients(scope, undefined, 0, 20),
