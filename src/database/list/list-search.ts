@@ -43,22 +43,16 @@ export function uuidsAt(ids: Uint8Array, offset: number, count: number): string[
   return Array.from({ length: hex.length / 32 }, (_, i) => hex.slice(i * 32, i * 32 + 32).replace(uuid, '$1-$2-$3-$4-'));
 }
 
-/** How many of a kept search's first matches in list order have their ids kept. */
-function knownIds(kept: KeptSearch): number {
-  return (kept.ids?.length ?? 0) / 16;
-}
-
 /**
  * A page walked or collected (the matches from `offset` on, in list order) that starts where the
- * ids kept end, read at the kept version: its ids extend them, so that the page is read by id when
- * it comes again. Returns the rows.
+ * kept ids end, read at the kept version: its ids extend them, so that it is read by id when it
+ * comes again. Returns the rows.
  */
 export function keepIds<Row extends PageColumns>(kept: KeptSearch, offset: number, rows: Row[]): Row[] {
-  const known = knownIds(kept);
-  if (offset !== known || rows.length === 0 || rows[0]._version !== kept.version) return rows;
+  const known = kept.ids ?? new Uint8Array(0);
+  if (offset * 16 !== known.length || rows.length === 0 || rows[0]._version !== kept.version) return rows;
   const added = rows.map((row) => Buffer.from((row as { id?: string }).id!.replace(/-/g, ''), 'hex'));
-  const ids = Buffer.concat([kept.ids ?? new Uint8Array(0), ...added]);
-  kept.ids = new Uint8Array(ids.subarray(0, 16 * SEARCH_TOTAL_CAP));
+  kept.ids = new Uint8Array(Buffer.concat([known, ...added]).subarray(0, 16 * SEARCH_TOTAL_CAP));
   return rows;
 }
 
@@ -273,7 +267,7 @@ export class ListSearch {
     const current = (rows: PageColumns[]) => !verify || (rows.length > 0 && rows[0]._version === kept.version);
     if (wanted <= 0) return !verify || (await this.versionOf(query)) === kept.version ? { rows: [], total, exact } : null;
 
-    if (offset + wanted <= knownIds(kept)) {
+    if ((offset + wanted) * 16 <= (kept.ids?.length ?? 0)) {
       const q = new SqlParams();
       const ids = uuidsAt(kept.ids!, offset, wanted);
       const rows = await this.prepared.query<Row & PageColumns>(searchIdsSql(query, q, ids), q.values);
