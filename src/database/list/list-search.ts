@@ -123,13 +123,14 @@ export function searchEstimateSql(query: ListSearchQuery, p: SqlParams): string 
 const DENSE_SHARE = 0.05;
 
 /**
- * Whether a search reads the index terms at all: they gather the fragment's candidates in the whole
- * clinic, so in a unit they pay only while those are fewer than the unit's rows a walk reads (a
- * unit of 10,154 studies in a clinic of 600,000: a fragment with 300 matches in the unit gathered
- * 18,000 candidates, 7 ms, where a walk of the unit takes 2).
+ * Whether a search of a large scope, with a fragment that has index terms, reads them, from the
+ * planner's `estimate` of its matches: not for a dense fragment (DENSE_SHARE); and the terms gather
+ * the fragment's candidates in the whole clinic, so in a unit they pay only while those are fewer
+ * than the unit's rows a walk reads (a unit of 10,154 studies in a clinic of 600,000: a fragment
+ * with 300 matches in the unit gathered 18,000 candidates, 7 ms, where a walk of the unit takes 2).
  */
 function termsPay(meta: SearchMeta, estimate: number): boolean {
-  return meta.indexed && meta.walked > SMALL_SCOPE_ROWS && (estimate * meta.clinic) / Math.max(1, meta.walked) < meta.walked;
+  return estimate < DENSE_SHARE * meta.walked && (estimate * meta.clinic) / Math.max(1, meta.walked) < meta.walked;
 }
 
 /**
@@ -228,11 +229,10 @@ export class ListSearch {
   /** A first search: counted (up to one past the cap) with its page, the count kept. */
   private async firstPage<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
     const meta = await this.meta(query);
-    const estimate = meta.indexed && meta.walked > SMALL_SCOPE_ROWS ? await this.estimate(query) : 0;
-    // Sorting every candidate of the terms, to know the first thousand past the cap too, cost more
-    // than the walks it spared: candidates are not matches ("ana p"; 30 ms a super admin's search
-    // at 3,000,000 studies).
-    const throughTerms = termsPay(meta, estimate) && estimate < DENSE_SHARE * meta.walked;
+    // A small scope, or a fragment without terms, is walked. Sorting every candidate of the terms,
+    // to know the first thousand past the cap too, cost more than the walks it spared: candidates
+    // are not matches ("ana p"; 30 ms a super admin's search at 3,000,000 studies).
+    const throughTerms = meta.indexed && meta.walked > SMALL_SCOPE_ROWS && termsPay(meta, await this.estimate(query));
     const q = new SqlParams();
     const rows = await this.prepared.query<Row & PageColumns>(searchFirstSql(query, q, offset, limit, throughTerms), q.values);
     const [{ _total, _version }] = rows;
