@@ -51,8 +51,8 @@ export function uuidsAt(ids: Uint8Array, offset: number, count: number): string[
 export function keepIds<Row extends PageColumns>(kept: KeptSearch, offset: number, rows: Row[]): Row[] {
   const known = kept.ids ?? new Uint8Array(0);
   if (offset * 16 !== known.length || rows.length === 0 || rows[0]._version !== kept.version) return rows;
-  const added = rows.map((row) => Buffer.from((row as { id?: string }).id!.replace(/-/g, ''), 'hex'));
-  kept.ids = new Uint8Array(Buffer.concat([known, ...added]).subarray(0, 16 * SEARCH_TOTAL_CAP));
+  const added = Buffer.from(rows.map((row) => (row as { id?: string }).id!.replace(/-/g, '')).join(''), 'hex');
+  kept.ids = new Uint8Array(Buffer.concat([known, added]).subarray(0, 16 * SEARCH_TOTAL_CAP));
   return rows;
 }
 
