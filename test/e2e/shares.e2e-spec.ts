@@ -214,7 +214,14 @@ describe('Share links', () => {
     });
 
     it('answers 404 {message: "Share not found."} to an unknown or malformed token, 422 without one', async () => {
-      for (const token of ['A'.repeat(43), 'short', 'x'.repeat(128), "'; DROP TABLE shares; --"]) {
+      for (const token of [
+        'A'.repeat(43),
+        'short',
+        'x'.repeat(128),
+        'x'.repeat(129),
+        'A'.repeat(4096),
+        "'; DROP TABLE shares; --",
+      ]) {
         const res = await open(token);
         expect([res.status, res.body]).toEqual([404, { message: 'Share not found.' }]);
       }
@@ -297,6 +304,19 @@ describe('Share links', () => {
       expect((await open(share.token, 'sésamo-42')).status).toBe(200);
       const [row] = await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.id]);
       expect(row.uses).toBe(1);
+    });
+
+    it('answers 401 "Wrong passcode." to a wrong passcode of any length (counted), and opens with the right one in either normal form', async () => {
+      const passcode = 'é'.repeat(64);
+      const share = await created({ passcode });
+      for (const wrong of ['x'.repeat(65), 'x'.repeat(10_000)]) {
+        const res = await open(share.token, wrong);
+        expect([res.status, res.body]).toEqual([401, { message: 'Wrong passcode.' }]);
+      }
+      expect(await t.redis.zcard(`share-tries:${share.id}`)).toBe(2);
+      // 64 characters as created; 128 code points as a keyboard may send them (decomposed).
+      const decomposed = await open(share.token, passcode.normalize('NFD'));
+      expect(decomposed.status).toBe(200);
     });
 
     const tooMany = { message: 'Too Many Attempts.' };

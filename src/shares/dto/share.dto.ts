@@ -29,12 +29,14 @@ export class CreateShareDto {
 export class OpenShareDto {
   @ApiProperty({ description: 'The token of the link (`/s/<token>`)' })
   @IsDefined({ message: 'The token field is required.' })
-  @StringRules('token', { max: 128 })
+  @StringRules('token')
   token: string;
 
+  // No length rule: a token or passcode of any length is only unknown (404) or wrong (401), never a
+  // 422 (decisions.md 3d); the body limit bounds it, and the share's lock how many are hashed.
   @ApiPropertyOptional({ description: "The share's passcode, when it has one" })
   @IfPresentAndNotNull()
-  @StringRules('passcode', { max: 64 })
+  @StringRules('passcode')
   passcode?: string | null;
 }
 
