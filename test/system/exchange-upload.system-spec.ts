@@ -12,7 +12,7 @@ import * as path from 'path';
 import { AuditService } from '../../src/audit/audit.service';
 import { TestApp } from '../support/app';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
-import { createClinic } from '../support/factories';
+import { createClinic, createSuperAdminUser } from '../support/factories';
 import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
 import { basicAuth, OrthancInstance, waitFor } from '../../scripts/stack/orthanc';
 import { startOrthancAndApi, startWorkerModule } from '../support/stack';
@@ -43,6 +43,7 @@ describe('STOW-RS upload through the real Orthanc', () => {
   let nginx: NginxInstance;
   let clinic: Awaited<ReturnType<typeof createClinic>>;
   let other: Awaited<ReturnType<typeof createClinic>>;
+  let superAdmin: Awaited<ReturnType<typeof createSuperAdminUser>>;
   let n = 0;
 
   beforeAll(async () => {
@@ -60,6 +61,7 @@ describe('STOW-RS upload through the real Orthanc', () => {
     });
     clinic = await createClinic(t.db, t.http);
     other = await createClinic(t.db, t.http);
+    superAdmin = await createSuperAdminUser(t.db, t.http);
   });
 
   afterAll(async () => {
@@ -199,6 +201,25 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(res.status).toBe(422);
     expect(res.json).toEqual({ message, errors: { unit_id: [message] } });
     expect(await orthancHas(written.sopInstanceUids[0])).toBe(false);
+  });
+
+  it.each([
+    ['no unit_id', '', 'The unit id field is required.'],
+    ['an unknown unit', '?unit_id=00000000-0000-4000-8000-000000000000', 'The selected unit id is invalid.'],
+  ])('answers 422 errors.unit_id to a super admin with %s', async (_, query, message) => {
+    const written = await study(1);
+    const res = await stow([{ data: (await filesOf(written))[0] }], superAdmin.token, { query });
+    expect(res.status).toBe(422);
+    expect(res.json).toEqual({ message, errors: { unit_id: [message] } });
+    expect(await orthancHas(written.sopInstanceUids[0])).toBe(false);
+  });
+
+  it("places a super admin's upload in the unit named by unit_id, of any clinic", async () => {
+    const written = await study(1);
+    const res = await stow([{ data: (await filesOf(written))[0] }], superAdmin.token, { query: `?unit_id=${other.unit2.id}` });
+    expect(res.status).toBe(200);
+    expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
+    expect(await placeOf(written.studyInstanceUid)).toMatchObject({ tenant_id: other.tenant.id, unit_id: other.unit2.id });
   });
 
   it("refuses, storing nothing, an instance of another clinic's study, and for a regular user one of another unit", async () => {
