@@ -174,11 +174,13 @@ describe('Share links', () => {
       expect(JSON.stringify(res.body)).not.toContain(share.token);
     });
 
-    it('answers 404 outside the scope', async () => {
+    it('answers 404 outside the scope, 401 without a session', async () => {
       for (const token of [clinic.token2, other.adminToken]) {
         const res = await t.http.get(`/api/studies/${study.id}/shares`, { token });
         expect([res.status, res.body]).toEqual([404, { message: 'Study not found.' }]);
       }
+      const anonymous = await t.http.get(`/api/studies/${study.id}/shares`);
+      expect([anonymous.status, anonymous.body]).toEqual([401, { message: 'Unauthenticated.' }]);
     });
   });
 
@@ -530,6 +532,8 @@ describe('Share links', () => {
         const res = await t.http.delete(`/api/studies/${studyId}/shares/${shareId}`, { token: clinic.token1 });
         expect([res.status, res.body]).toEqual([404, { message: 'Share not found.' }]);
       }
+      const anonymous = await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`);
+      expect([anonymous.status, anonymous.body]).toEqual([401, { message: 'Unauthenticated.' }]);
       expect((await open(share.token)).status).toBe(200);
     });
   });
