@@ -11,6 +11,7 @@ import type { FastifyReply } from 'fastify';
 import type { Readable } from 'stream';
 import { AuditAccess } from '../audit';
 import { DataScope } from '../common/auth/data-scope';
+import { Errors } from '../common/errors/api-errors';
 import { Auth, CallerScope } from '../common/auth/decorators';
 import { FairShare } from '../common/fair-share/fair-share.interceptor';
 import { UuidParam } from '../common/http/uuid-param';
@@ -81,11 +82,11 @@ export class StudiesController {
   @ApiOkResponse(BINARY_JPEG)
   @ApiNotFoundResponse({
     type: NotReadyDto,
-    description: '`{message: "Thumbnail not ready"}`, or `{message: "Study not found."}`',
+    description: '`{message: "Thumbnail not ready"}`: none made yet, or the study missing or outside the caller\'s scope',
   })
   async studyThumbnail(
     @CallerScope() scope: DataScope,
-    @UuidParam('id', 'Study') id: string,
+    @UuidParam('id', Errors.thumbnailNotReady) id: string,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Buffer> {
     return this.thumbnail(reply, await this.images.studyThumbnail(scope, id));
@@ -99,12 +100,14 @@ export class StudiesController {
   @ApiOkResponse(BINARY_JPEG)
   @ApiNotFoundResponse({
     type: NotReadyDto,
-    description: '`{message: "Thumbnail not ready"}`, `{message: "Study not found."}` or `{message: "Series not found."}`',
+    description:
+      '`{message: "Thumbnail not ready"}`: neither made yet, or the study missing or outside the caller\'s scope, ' +
+      'or the series not of that study',
   })
   async seriesThumbnail(
     @CallerScope() scope: DataScope,
-    @UuidParam('id', 'Study') id: string,
-    @UuidParam('seriesId', 'Series') seriesId: string,
+    @UuidParam('id', Errors.thumbnailNotReady) id: string,
+    @UuidParam('seriesId', Errors.thumbnailNotReady) seriesId: string,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Buffer> {
     return this.thumbnail(reply, await this.images.seriesThumbnail(scope, id, seriesId));

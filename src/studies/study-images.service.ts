@@ -21,17 +21,21 @@ export class StudyImagesService {
     private readonly imgsrv: ImgsrvClient,
   ) {}
 
+  /**
+   * Every 404 of the thumbnail routes is `{message: "Thumbnail not ready"}` (interface.md, Errors):
+   * a study missing or outside the scope as much as a thumbnail the worker has not made.
+   */
   async studyThumbnail(scope: DataScope, studyId: string): Promise<ThumbnailImage> {
-    if (!(await this.studies.studyExists(scope, studyId))) throw Errors.notFound('Study');
+    if (!(await this.studies.studyExists(scope, studyId))) throw Errors.thumbnailNotReady();
     const thumbnail = await this.studies.findThumbnail(studyId, null);
     if (!thumbnail) throw Errors.thumbnailNotReady();
     return thumbnail;
   }
 
+  /** The series' thumbnail, else the study's; a series that is not of this study has none (never another study's). */
   async seriesThumbnail(scope: DataScope, studyId: string, seriesId: string): Promise<ThumbnailImage> {
     const found = await this.studies.seriesOfStudy(scope, studyId, seriesId);
-    if (!found.study) throw Errors.notFound('Study');
-    if (!found.series) throw Errors.notFound('Series');
+    if (!found.study || !found.series) throw Errors.thumbnailNotReady();
     const thumbnail = await this.studies.findThumbnail(studyId, seriesId);
     if (!thumbnail) throw Errors.thumbnailNotReady();
     return thumbnail;

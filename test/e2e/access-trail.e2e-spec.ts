@@ -243,6 +243,32 @@ describe('The access trail', () => {
       for (const entry of entries) expect(entry).toMatchObject({ user: { id: clinic.user1.id }, patient_id: 'TRAIL-2' });
     });
 
+    it("a study opened with a share's viewer token: study.view under the share, without a user, once in 5 minutes", async () => {
+      const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, patient_id: 'TRAIL-3' });
+      const created = await t.http.post(`/api/studies/${study.id}/shares`, { token: clinic.token1, body: {} });
+      expect(created.status).toBe(201);
+      const opened = await t.http.post('/api/shares/open', { body: { token: created.body.token } });
+      expect(opened.status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const res = await socketRequest(baseUrl, 'GET', VALIDATE, {
+          'x-viewer-token': opened.body.viewer_token,
+          'x-original-uri': `/dicom-web/studies/${study.study_instance_uid}/series`,
+        });
+        expect(res.status).toBe(200);
+      }
+      const entries = await waitForTrail({ study_id: study.id, action: 'study.view' }, 1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await trailOf({ study_id: study.id, action: 'study.view' })).toHaveLength(1);
+      expect(entries[0]).toMatchObject({
+        user: null,
+        share_id: created.body.id,
+        tenant_id: clinic.tenant.id,
+        study_id: study.id,
+        patient_id: 'TRAIL-3',
+        ip: '127.0.0.1',
+      });
+    });
+
     it('a refused request opens nothing and leaves no study.view', async () => {
       const theirs = await createStudy(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
       const res = await socketRequest(baseUrl, 'GET', VALIDATE, {

@@ -192,15 +192,17 @@ describe('Studies, series, instances and images', () => {
       );
     });
 
+    // interface.md, Errors: a record missing or outside the caller's tenant or unit is, for thumbnails,
+    // `{message: Thumbnail not ready}`.
     it('GET /api/studies/{id}/thumbnail', async () => {
       expect(await statuses(`/api/studies/${record.study.id}/thumbnail`)).toEqual(
-        visibleTo(200, '404 {"message":"Study not found."}'),
+        visibleTo(200, '404 {"message":"Thumbnail not ready"}'),
       );
     });
 
     it('GET /api/studies/{id}/series/{series}/thumbnail', async () => {
       expect(await statuses(`/api/studies/${record.study.id}/series/${record.series.id}/thumbnail`)).toEqual(
-        visibleTo(200, '404 {"message":"Study not found."}'),
+        visibleTo(200, '404 {"message":"Thumbnail not ready"}'),
       );
     });
 
@@ -874,17 +876,28 @@ describe('Studies, series, instances and images', () => {
       await createThumbnail(t.db, b.study.id, b.series.id, fakeJpeg('b-series'));
       const res = await t.http.get(`/api/studies/${a.study.id}/series/${b.series.id}/thumbnail`, { token: tokens.user1 });
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ message: 'Series not found.' });
+      expect(res.body).toEqual({ message: 'Thumbnail not ready' });
     });
 
-    it('answers 404 for malformed ids', async () => {
+    it('answers 404 {message: Thumbnail not ready} for unknown and malformed ids', async () => {
       const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
-      const bad = await t.http.get('/api/studies/xyz/thumbnail', { token: tokens.user1 });
-      expect(bad.status).toBe(404);
-      expect(bad.body).toEqual({ message: 'Study not found.' });
-      const badSeries = await t.http.get(`/api/studies/${study.id}/series/xyz/thumbnail`, { token: tokens.user1 });
-      expect(badSeries.status).toBe(404);
-      expect(badSeries.body).toEqual({ message: 'Series not found.' });
+      await createThumbnail(t.db, study.id, null, fakeJpeg('study'));
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      for (const url of [
+        `/api/studies/${unknown}/thumbnail`,
+        '/api/studies/xyz/thumbnail',
+        `/api/studies/${unknown}/series/${unknown}/thumbnail`,
+        `/api/studies/xyz/series/${unknown}/thumbnail`,
+        `/api/studies/${study.id}/series/${unknown}/thumbnail`,
+        `/api/studies/${study.id}/series/xyz/thumbnail`,
+      ]) {
+        const res = await t.http.get(url, { token: tokens.user1 });
+        expect({ url, status: res.status, body: res.body }).toEqual({
+          url,
+          status: 404,
+          body: { message: 'Thumbnail not ready' },
+        });
+      }
     });
   });
 

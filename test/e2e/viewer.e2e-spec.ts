@@ -105,6 +105,15 @@ describe('Viewer tokens', () => {
       expect(seen).toEqual({ user1: 200, user2: refused, tenantAdmin: 200, otherAdmin: refused, superAdmin: 200 });
     });
 
+    it("answers 404 {error: Study not found} to a regular user without a unit, even for a study of the user's clinic", async () => {
+      const user = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: null });
+      const session = await login(t.http, user.email);
+      for (const study of [mine, mineUnit2]) {
+        const res = await t.http.post('/api/viewer/token', { token: session, body: { study_id: study.id } });
+        expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { error: 'Study not found' } });
+      }
+    });
+
     it('answers 404 {error: Study not found} for an unknown study', async () => {
       const res = await t.http.post('/api/viewer/token', {
         token: tokens.superAdmin,
@@ -315,7 +324,7 @@ describe('Viewer tokens', () => {
 
     it('checks the token before the study: an invalid token with no UID is 401', async () => {
       const res = await validate('00000000-0000-4000-8000-000000000000', '/dicom-web/studies');
-      expect(res.status).toBe(401);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { error: 'Invalid or expired token' } });
     });
 
     it('answers only 200, 401 or 403, whatever it is sent', async () => {
@@ -719,15 +728,18 @@ describe('Viewer tokens', () => {
         other.tenant.id,
         other.unit1.id,
       ]);
+      const invalid = { status: 401, body: { error: 'Invalid or expired token' } };
       t.app.get(AccountStatusService).forgetAll();
-      expect((await validate(token, uri)).status).toBe(401);
+      const moved = await validate(token, uri);
+      expect({ status: moved.status, body: moved.body }).toEqual(invalid);
       await t.db.query(`UPDATE users SET tenant_id = $2, unit_id = $3, is_active = false WHERE id = $1`, [
         user.id,
         clinic.tenant.id,
         clinic.unit1.id,
       ]);
       t.app.get(AccountStatusService).forgetAll();
-      expect((await validate(token, uri)).status).toBe(401);
+      const deactivated = await validate(token, uri);
+      expect({ status: deactivated.status, body: deactivated.body }).toEqual(invalid);
     });
   });
 });
