@@ -162,6 +162,46 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(res.body.template_id).toBe(active.id);
     });
 
+    it('PATCH and addenda refuse a template of another unit or clinic, or a deleted one (422 errors.template_id), and change nothing', async () => {
+      const { c, study, doctorToken } = await setup();
+      const other = await createClinic(t.db, t.http);
+      const template = (tenantId: string, unitId: string, deleted = false) =>
+        t.db
+          .query(
+            `INSERT INTO report_templates (tenant_id, unit_id, name, is_active, deleted_at)
+             VALUES ($1, $2, 'T', false, ${deleted ? 'now()' : 'NULL'}) RETURNING id`,
+            [tenantId, unitId],
+          )
+          .then((rows: Array<{ id: string }>) => rows[0].id);
+      const refused = [
+        await template(c.tenant.id, c.unit2.id),
+        await template(other.tenant.id, other.unit1.id),
+        await template(c.tenant.id, c.unit1.id, true),
+      ];
+      const onPost = await t.http.post(url(study.id), { token: doctorToken, body: { template_id: refused[2] } });
+      expect([onPost.status, onPost.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      for (const id of refused) {
+        const res = await t.http.patch(url(study.id, `/${draft.id}`), {
+          token: doctorToken,
+          body: { version: 1, template_id: id },
+        });
+        expect([res.status, res.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+      }
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body).toMatchObject({
+        version: 1,
+        template_id: null,
+      });
+
+      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      for (const id of refused) {
+        const res = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { template_id: id } });
+        expect([res.status, res.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+      }
+      expect((await t.http.get(url(study.id), { token: doctorToken })).body).toHaveLength(1);
+    });
+
     it('without template_id takes the unit’s own active template only: a clinic’s active global one is not the default', async () => {
       const { c, study, doctorToken } = await setup();
       const [global] = await t.db.query(
@@ -378,9 +418,14 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         body: { version: 1, findings: '   ' },
       });
       expect(blank.status).toBe(200);
-      expect((await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } })).status).toBe(
+      const blankSign = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } });
+      expect([blankSign.status, blankSign.body]).toEqual([
         422,
-      );
+        {
+          message: `${contentRequired} (and 1 more error)`,
+          errors: { findings: [contentRequired], impression: [contentRequired] },
+        },
+      ]);
       expect((await studyState(study.id)).report_status).toBe('draft');
     });
 
