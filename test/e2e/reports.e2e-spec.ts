@@ -341,9 +341,21 @@ describe('Reports (/api/studies/{id}/reports)', () => {
 
     it('a signed PDF never changes when the logo, the signature or the template change later', async () => {
       const { c, study, doctorToken, doctor } = await setup();
+      const [template] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active, layout)
+         VALUES ($1, $2, 'Letterhead', true, $3) RETURNING id`,
+        [c.tenant.id, c.unit1.id, JSON.stringify({ regions: { footer: { text: 'Rua Antiga, 1' } } })],
+      );
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Achados.' } })).body;
+      expect(draft.template_id).toBe(template.id);
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
       const before = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
+      expect(readPdf(before).text).toContain('Rua Antiga, 1');
+      await t.db.query(`UPDATE report_templates SET layout = $2, assets = $3 WHERE id = $1`, [
+        template.id,
+        JSON.stringify({ regions: { footer: { text: 'Rua Nova, 2' } } }),
+        JSON.stringify({ background: { data_url: PNG, opacity: 0.5 } }),
+      ]);
       await t.db.query(`UPDATE tenants SET logo = $2 WHERE id = $1`, [c.tenant.id, PNG]);
       await t.db.query(`UPDATE users SET signature = NULL, name = 'Someone Else' WHERE id = $1`, [doctor.id]);
       const after = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
@@ -614,11 +626,13 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       ] as const;
     };
 
-    it('another clinic’s and another unit’s study: 404 Study not found on every path', async () => {
+    it('another clinic’s and another unit’s study, and any study for a user without a unit: 404 Study not found on every path', async () => {
       const { c, study, doctorToken } = await setup();
       const other = await createClinic(t.db, t.http);
+      const noUnit = await createUser(t.db, { tenant_id: c.tenant.id, name: 'No unit' });
+      const noUnitToken = await login(t.http, noUnit.email);
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-      for (const token of [c.token2, other.token1, other.adminToken]) {
+      for (const token of [c.token2, noUnitToken, other.token1, other.adminToken]) {
         for (const [method, path, body] of everyPath(draft.id)) {
           const res = await t.http.request(method, url(study.id, path), { token, body });
           expect({ method, path, status: res.status, body: res.body }).toEqual({
@@ -804,20 +818,38 @@ describe('Reports (/api/studies/{id}/reports)', () => {
   });
 
   describe('access log', () => {
-    it('logs every write (report.write), signing (report.sign) and PDF read (report.read)', async () => {
-      const { study, doctorToken, doctor } = await setup();
+    it('logs every write (report.write), signing (report.sign) and PDF read (report.read), with the study’s patient and clinic', async () => {
+      const { c, study, doctorToken, doctor } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
       await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body: { version: 1, impression: 'y' } });
       await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken });
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } });
       await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken });
+      const addendum = (
+        await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'z' } })
+      ).body;
+      await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
       await t.app.get(AuditService).flush();
-      const rows: Array<{ action: string; user_id: string }> = await t.db.query(
-        `SELECT action, user_id FROM access_logs WHERE study_id = $1 ORDER BY id`,
+      const rows: Array<{ action: string; user_id: string; tenant_id: string; patient_id: string }> = await t.db.query(
+        `SELECT action, user_id, tenant_id, patient_id FROM access_logs WHERE study_id = $1 ORDER BY id`,
         [study.id],
       );
-      expect(rows.map((r) => r.action)).toEqual(['report.write', 'report.write', 'report.read', 'report.sign', 'report.read']);
-      expect(new Set(rows.map((r) => r.user_id))).toEqual(new Set([doctor.id]));
+      expect(rows.map((r) => r.action)).toEqual([
+        'report.write',
+        'report.write',
+        'report.read',
+        'report.sign',
+        'report.read',
+        'report.write',
+        'report.sign',
+      ]);
+      for (const row of rows) {
+        expect({ user_id: row.user_id, tenant_id: row.tenant_id, patient_id: row.patient_id }).toEqual({
+          user_id: doctor.id,
+          tenant_id: c.tenant.id,
+          patient_id: 'PID-77',
+        });
+      }
     });
   });
 });
