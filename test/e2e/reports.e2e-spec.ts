@@ -313,6 +313,11 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(state.report_status).toBe('final');
       expect(state.reported_at?.toISOString()).toBe(res.body.signed_at);
       expect(state.reported_by_user_id).toBe(doctor.id);
+      expect((await t.http.get(`/api/studies/${study.id}`, { token: c.token1 })).body).toMatchObject({
+        report_status: 'final',
+        reported_at: res.body.signed_at,
+        reported_by_user_id: doctor.id,
+      });
 
       const pdf = await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: c.token1 });
       expect(pdf.status).toBe(200);
@@ -450,8 +455,8 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body.status).toBe('draft');
     });
 
-    it('addenda: on a final report only, one draft at a time; signed, the report’s PDF gains a dated version', async () => {
-      const { study, doctorToken } = await setup();
+    it('addenda: on a final report only, one draft at a time; signed, the report’s PDF gains a dated version and the study its signer', async () => {
+      const { c, study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Primeiro laudo.' } })).body;
       const onDraft = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} });
       expect([onDraft.status, onDraft.body]).toEqual([409, NOT_FINAL]);
@@ -472,11 +477,19 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(preview.text).toContain('DRAFT');
       expect(preview.text).toContain('Adendo: nódulo de 3 mm.');
 
+      // Signed the same way, by another doctor of the clinic: the study's reported_at and reported_by follow.
+      await t.db.query(`UPDATE users SET crm = '654321/RJ' WHERE id = $1`, [c.admin.id]);
       const signed = await t.http.post(url(study.id, `/${addendum.body.id}/sign`), {
-        token: doctorToken,
+        token: c.adminToken,
         body: { version: 1 },
       });
       expect(signed.status).toBe(200);
+      expect(signed.body.signed_by).toEqual({ id: c.admin.id, name: c.admin.name, crm: '654321/RJ' });
+      expect((await t.http.get(`/api/studies/${study.id}`, { token: doctorToken })).body).toMatchObject({
+        report_status: 'final',
+        reported_at: signed.body.signed_at,
+        reported_by_user_id: c.admin.id,
+      });
       const v2 = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
       expect(v2.equals(v1)).toBe(false);
       const text = readPdf(v2).text;
