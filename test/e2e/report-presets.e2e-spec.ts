@@ -103,6 +103,15 @@ describe('Report presets (/api/tenant/report-presets)', () => {
     expect(theirs).not.toContain(clinicMr.id);
   });
 
+  it('a super admin with unit_id reads that unit’s presets and its own clinic’s, not another clinic’s whole-clinic presets', async () => {
+    const { c, unit2Ct, clinicMr, anyModality } = await clinicWithPresets();
+    await clinicWithPresets();
+    const res = await t.http.get(URL, { token: superToken, query: { unit_id: c.unit2.id } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((p: { id: string }) => p.id)).toEqual([anyModality.id, unit2Ct.id, clinicMr.id]);
+    expect(res.body.total).toBe(3);
+  });
+
   it('PATCH and DELETE (soft) by the tenant admin; the deleted preset is gone from every read but kept', async () => {
     const { c, unit1Ct } = await clinicWithPresets();
     const patched = await t.http.patch(`${URL}/${unit1Ct.id}`, {
