@@ -831,7 +831,7 @@ describe('Reports (/api/studies/{id}/reports)', () => {
   });
 
   describe('access log', () => {
-    it('logs every write (report.write), signing (report.sign) and PDF read (report.read), with the study’s patient and clinic', async () => {
+    it('logs every write (report.write: create, change, addendum, delete), signing (report.sign) and read (report.read: PDF, list, one), with the study’s patient and clinic', async () => {
       const { c, study, doctorToken, doctor } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
       await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body: { version: 1, impression: 'y' } });
@@ -842,6 +842,10 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'z' } })
       ).body;
       await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const dropped = (await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} })).body;
+      expect((await t.http.delete(url(study.id, `/${dropped.id}`), { token: doctorToken })).status).toBe(204);
+      expect((await t.http.get(url(study.id), { token: doctorToken })).status).toBe(200);
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).status).toBe(200);
       await t.app.get(AuditService).flush();
       const rows: Array<{ action: string; user_id: string; tenant_id: string; patient_id: string }> = await t.db.query(
         `SELECT action, user_id, tenant_id, patient_id FROM access_logs WHERE study_id = $1 ORDER BY id`,
@@ -855,6 +859,10 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         'report.read',
         'report.write',
         'report.sign',
+        'report.write',
+        'report.write',
+        'report.read',
+        'report.read',
       ]);
       for (const row of rows) {
         expect({ user_id: row.user_id, tenant_id: row.tenant_id, patient_id: row.patient_id }).toEqual({
