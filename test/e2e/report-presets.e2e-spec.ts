@@ -17,6 +17,9 @@ const PRESET_KEYS = [
 ];
 const URL = '/api/tenant/report-presets';
 const NOT_FOUND = { message: 'Preset not found.' };
+const UNIT_INVALID = 'The selected unit id is invalid.';
+/** A 422 body with one message for one field. */
+const invalid = (field: string, message: string) => ({ message, errors: { [field]: [message] } });
 
 describe('Report presets (/api/tenant/report-presets)', () => {
   let t: TestApp;
@@ -100,6 +103,15 @@ describe('Report presets (/api/tenant/report-presets)', () => {
     expect(theirs).not.toContain(clinicMr.id);
   });
 
+  it('a super admin with unit_id reads that unit’s presets and its own clinic’s, not another clinic’s whole-clinic presets', async () => {
+    const { c, unit2Ct, clinicMr, anyModality } = await clinicWithPresets();
+    await clinicWithPresets();
+    const res = await t.http.get(URL, { token: superToken, query: { unit_id: c.unit2.id } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((p: { id: string }) => p.id)).toEqual([anyModality.id, unit2Ct.id, clinicMr.id]);
+    expect(res.body.total).toBe(3);
+  });
+
   it('PATCH and DELETE (soft) by the tenant admin; the deleted preset is gone from every read but kept', async () => {
     const { c, unit1Ct } = await clinicWithPresets();
     const patched = await t.http.patch(`${URL}/${unit1Ct.id}`, {
@@ -108,11 +120,38 @@ describe('Report presets (/api/tenant/report-presets)', () => {
     });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ name: 'CT renamed', unit_id: null, modality: null });
-    expect((await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).status).toBe(204);
-    expect(await t.http.get(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).toMatchObject({ status: 404, body: NOT_FOUND });
-    expect((await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).status).toBe(404);
+    const deleted = await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken });
+    expect([deleted.status, deleted.raw.length]).toEqual([204, 0]);
+    for (const res of [
+      await t.http.get(`${URL}/${unit1Ct.id}`, { token: c.adminToken }),
+      await t.http.patch(`${URL}/${unit1Ct.id}`, { token: c.adminToken, body: { name: 'again' } }),
+      await t.http.delete(`${URL}/${unit1Ct.id}`, { token: c.adminToken }),
+    ]) {
+      expect([res.status, res.body]).toEqual([404, NOT_FOUND]);
+    }
+    expect(names((await t.http.get(URL, { token: c.adminToken })).body)).not.toContain('CT renamed');
     const [row] = await t.db.query(`SELECT deleted_at FROM report_presets WHERE id = $1`, [unit1Ct.id]);
     expect(row.deleted_at).toBeInstanceOf(Date);
+  });
+
+  it('no session: 401 {message: "Unauthenticated."} on every path', async () => {
+    const { c, unit1Ct } = await clinicWithPresets();
+    for (const [method, path, body] of [
+      ['GET', '', undefined],
+      ['GET', `/${unit1Ct.id}`, undefined],
+      ['POST', '', { name: 'x' }],
+      ['PATCH', `/${unit1Ct.id}`, { name: 'x' }],
+      ['DELETE', `/${unit1Ct.id}`, undefined],
+    ] as const) {
+      const res = await t.http.request(method, `${URL}${path}`, { body });
+      expect({ method, path, status: res.status, body: res.body }).toEqual({
+        method,
+        path,
+        status: 401,
+        body: { message: 'Unauthenticated.' },
+      });
+    }
+    expect((await t.http.get(`${URL}/${unit1Ct.id}`, { token: c.adminToken })).body.name).toBe('CT crânio normal');
   });
 
   it('regular users may not write (403)', async () => {
@@ -145,36 +184,45 @@ describe('Report presets (/api/tenant/report-presets)', () => {
   it('422: a unit of another clinic, a missing or long name, a long modality, a bad page', async () => {
     const { c } = await clinicWithPresets();
     const other = await createClinic(t.db, t.http);
-    const cases: Array<[Record<string, unknown>, string]> = [
-      [{ name: 'x', unit_id: other.unit1.id }, 'unit_id'],
-      [{ name: 'x', unit_id: 'nope' }, 'unit_id'],
-      [{}, 'name'],
-      [{ name: '   ' }, 'name'],
-      [{ name: 'x'.repeat(256) }, 'name'],
-      [{ name: 'x', modality: 'M'.repeat(17) }, 'modality'],
-      [{ name: 'x', findings: 5 }, 'findings'],
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ name: 'x', unit_id: other.unit1.id }, 'unit_id', UNIT_INVALID],
+      [{ name: 'x', unit_id: 'nope' }, 'unit_id', 'The unit id field must be a valid UUID.'],
+      [{}, 'name', 'The name field is required.'],
+      [{ name: '   ' }, 'name', 'The name field is required.'],
+      [{ name: 'x'.repeat(256) }, 'name', 'The name field must not be greater than 255 characters.'],
+      [{ name: 'x', modality: 'M'.repeat(17) }, 'modality', 'The modality field must not be greater than 16 characters.'],
+      [{ name: 'x', findings: 5 }, 'findings', 'The findings field must be a string.'],
     ];
-    for (const [body, field] of cases) {
+    for (const [body, field, message] of cases) {
       const res = await t.http.post(URL, { token: c.adminToken, body });
-      expect({ body, status: res.status, fields: Object.keys(res.body.errors ?? {}) }).toEqual({
-        body,
-        status: 422,
-        fields: [field],
-      });
+      expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 422, answer: invalid(field, message) });
     }
+    // PATCH takes a unit of the preset's clinic only, as POST does, and changes nothing else then.
+    const preset = (await t.http.get(URL, { token: c.token1 })).body.data.find(
+      (p: { name: string }) => p.name === 'CT crânio normal',
+    );
+    for (const unit_id of [other.unit1.id, '00000000-0000-4000-8000-000000000000']) {
+      const res = await t.http.patch(`${URL}/${preset.id}`, { token: c.adminToken, body: { name: 'moved', unit_id } });
+      expect([res.status, res.body]).toEqual([422, invalid('unit_id', UNIT_INVALID)]);
+    }
+    expect((await t.http.get(`${URL}/${preset.id}`, { token: c.adminToken })).body).toMatchObject({
+      name: 'CT crânio normal',
+      unit_id: c.unit1.id,
+    });
     // A super admin names the clinic through a unit of it.
     expect((await t.http.post(URL, { token: superToken, body: { name: 'x' } })).status).toBe(422);
     expect((await t.http.post(URL, { token: superToken, body: { name: 'x', unit_id: c.unit1.id } })).body.tenant_id).toBe(
       c.tenant.id,
     );
-    const queries: Array<Record<string, string>> = [
-      { page: '0' },
-      { page: 'x' },
-      { modality: 'M'.repeat(17) },
-      { unit_id: 'nope' },
+    const queries: Array<[Record<string, string>, string, string]> = [
+      [{ page: '0' }, 'page', 'The page field must be at least 1.'],
+      [{ page: 'x' }, 'page', 'The page field must be an integer.'],
+      [{ modality: 'M'.repeat(17) }, 'modality', 'The modality field must not be greater than 16 characters.'],
+      [{ unit_id: 'nope' }, 'unit_id', 'The unit id field must be a valid UUID.'],
     ];
-    for (const query of queries) {
-      expect((await t.http.get(URL, { token: c.token1, query })).status).toBe(422);
+    for (const [query, field, message] of queries) {
+      const res = await t.http.get(URL, { token: c.token1, query });
+      expect({ query, status: res.status, answer: res.body }).toEqual({ query, status: 422, answer: invalid(field, message) });
     }
   });
 

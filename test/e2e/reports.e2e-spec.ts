@@ -162,6 +162,46 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(res.body.template_id).toBe(active.id);
     });
 
+    it('PATCH and addenda refuse a template of another unit or clinic, or a deleted one (422 errors.template_id), and change nothing', async () => {
+      const { c, study, doctorToken } = await setup();
+      const other = await createClinic(t.db, t.http);
+      const template = (tenantId: string, unitId: string, deleted = false) =>
+        t.db
+          .query(
+            `INSERT INTO report_templates (tenant_id, unit_id, name, is_active, deleted_at)
+             VALUES ($1, $2, 'T', false, ${deleted ? 'now()' : 'NULL'}) RETURNING id`,
+            [tenantId, unitId],
+          )
+          .then((rows: Array<{ id: string }>) => rows[0].id);
+      const refused = [
+        await template(c.tenant.id, c.unit2.id),
+        await template(other.tenant.id, other.unit1.id),
+        await template(c.tenant.id, c.unit1.id, true),
+      ];
+      const onPost = await t.http.post(url(study.id), { token: doctorToken, body: { template_id: refused[2] } });
+      expect([onPost.status, onPost.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
+      for (const id of refused) {
+        const res = await t.http.patch(url(study.id, `/${draft.id}`), {
+          token: doctorToken,
+          body: { version: 1, template_id: id },
+        });
+        expect([res.status, res.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+      }
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body).toMatchObject({
+        version: 1,
+        template_id: null,
+      });
+
+      await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      for (const id of refused) {
+        const res = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { template_id: id } });
+        expect([res.status, res.body]).toEqual([422, invalid('template_id', TEMPLATE_INVALID)]);
+      }
+      expect((await t.http.get(url(study.id), { token: doctorToken })).body).toHaveLength(1);
+    });
+
     it('without template_id takes the unit’s own active template only: a clinic’s active global one is not the default', async () => {
       const { c, study, doctorToken } = await setup();
       const [global] = await t.db.query(
@@ -273,6 +313,11 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(state.report_status).toBe('final');
       expect(state.reported_at?.toISOString()).toBe(res.body.signed_at);
       expect(state.reported_by_user_id).toBe(doctor.id);
+      expect((await t.http.get(`/api/studies/${study.id}`, { token: c.token1 })).body).toMatchObject({
+        report_status: 'final',
+        reported_at: res.body.signed_at,
+        reported_by_user_id: doctor.id,
+      });
 
       const pdf = await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: c.token1 });
       expect(pdf.status).toBe(200);
@@ -301,9 +346,21 @@ describe('Reports (/api/studies/{id}/reports)', () => {
 
     it('a signed PDF never changes when the logo, the signature or the template change later', async () => {
       const { c, study, doctorToken, doctor } = await setup();
+      const [template] = await t.db.query(
+        `INSERT INTO report_templates (tenant_id, unit_id, name, is_active, layout)
+         VALUES ($1, $2, 'Letterhead', true, $3) RETURNING id`,
+        [c.tenant.id, c.unit1.id, JSON.stringify({ regions: { footer: { text: 'Rua Antiga, 1' } } })],
+      );
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Achados.' } })).body;
+      expect(draft.template_id).toBe(template.id);
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 1 } });
       const before = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
+      expect(readPdf(before).text).toContain('Rua Antiga, 1');
+      await t.db.query(`UPDATE report_templates SET layout = $2, assets = $3 WHERE id = $1`, [
+        template.id,
+        JSON.stringify({ regions: { footer: { text: 'Rua Nova, 2' } } }),
+        JSON.stringify({ background: { data_url: PNG, opacity: 0.5 } }),
+      ]);
       await t.db.query(`UPDATE tenants SET logo = $2 WHERE id = $1`, [c.tenant.id, PNG]);
       await t.db.query(`UPDATE users SET signature = NULL, name = 'Someone Else' WHERE id = $1`, [doctor.id]);
       const after = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
@@ -378,9 +435,14 @@ describe('Reports (/api/studies/{id}/reports)', () => {
         body: { version: 1, findings: '   ' },
       });
       expect(blank.status).toBe(200);
-      expect((await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } })).status).toBe(
+      const blankSign = await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } });
+      expect([blankSign.status, blankSign.body]).toEqual([
         422,
-      );
+        {
+          message: `${contentRequired} (and 1 more error)`,
+          errors: { findings: [contentRequired], impression: [contentRequired] },
+        },
+      ]);
       expect((await studyState(study.id)).report_status).toBe('draft');
     });
 
@@ -393,8 +455,8 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).body.status).toBe('draft');
     });
 
-    it('addenda: on a final report only, one draft at a time; signed, the report’s PDF gains a dated version', async () => {
-      const { study, doctorToken } = await setup();
+    it('addenda: on a final report only, one draft at a time; signed, the report’s PDF gains a dated version and the study its signer', async () => {
+      const { c, study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'Primeiro laudo.' } })).body;
       const onDraft = await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} });
       expect([onDraft.status, onDraft.body]).toEqual([409, NOT_FINAL]);
@@ -415,11 +477,19 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(preview.text).toContain('DRAFT');
       expect(preview.text).toContain('Adendo: nódulo de 3 mm.');
 
+      // Signed the same way, by another doctor of the clinic: the study's reported_at and reported_by follow.
+      await t.db.query(`UPDATE users SET crm = '654321/RJ' WHERE id = $1`, [c.admin.id]);
       const signed = await t.http.post(url(study.id, `/${addendum.body.id}/sign`), {
-        token: doctorToken,
+        token: c.adminToken,
         body: { version: 1 },
       });
       expect(signed.status).toBe(200);
+      expect(signed.body.signed_by).toEqual({ id: c.admin.id, name: c.admin.name, crm: '654321/RJ' });
+      expect((await t.http.get(`/api/studies/${study.id}`, { token: doctorToken })).body).toMatchObject({
+        report_status: 'final',
+        reported_at: signed.body.signed_at,
+        reported_by_user_id: c.admin.id,
+      });
       const v2 = (await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken })).raw;
       expect(v2.equals(v1)).toBe(false);
       const text = readPdf(v2).text;
@@ -569,11 +639,13 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       ] as const;
     };
 
-    it('another clinic’s and another unit’s study: 404 Study not found on every path', async () => {
+    it('another clinic’s and another unit’s study, and any study for a user without a unit: 404 Study not found on every path', async () => {
       const { c, study, doctorToken } = await setup();
       const other = await createClinic(t.db, t.http);
+      const noUnit = await createUser(t.db, { tenant_id: c.tenant.id, name: 'No unit' });
+      const noUnitToken = await login(t.http, noUnit.email);
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
-      for (const token of [c.token2, other.token1, other.adminToken]) {
+      for (const token of [c.token2, noUnitToken, other.token1, other.adminToken]) {
         for (const [method, path, body] of everyPath(draft.id)) {
           const res = await t.http.request(method, url(study.id, path), { token, body });
           expect({ method, path, status: res.status, body: res.body }).toEqual({
@@ -759,20 +831,46 @@ describe('Reports (/api/studies/{id}/reports)', () => {
   });
 
   describe('access log', () => {
-    it('logs every write (report.write), signing (report.sign) and PDF read (report.read)', async () => {
-      const { study, doctorToken, doctor } = await setup();
+    it('logs every write (report.write: create, change, addendum, delete), signing (report.sign) and read (report.read: PDF, list, one), with the study’s patient and clinic', async () => {
+      const { c, study, doctorToken, doctor } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'x' } })).body;
       await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body: { version: 1, impression: 'y' } });
       await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken });
       await t.http.post(url(study.id, `/${draft.id}/sign`), { token: doctorToken, body: { version: 2 } });
       await t.http.get(url(study.id, `/${draft.id}/pdf`), { token: doctorToken });
+      const addendum = (
+        await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: { findings: 'z' } })
+      ).body;
+      await t.http.post(url(study.id, `/${addendum.id}/sign`), { token: doctorToken, body: { version: 1 } });
+      const dropped = (await t.http.post(url(study.id, `/${draft.id}/addenda`), { token: doctorToken, body: {} })).body;
+      expect((await t.http.delete(url(study.id, `/${dropped.id}`), { token: doctorToken })).status).toBe(204);
+      expect((await t.http.get(url(study.id), { token: doctorToken })).status).toBe(200);
+      expect((await t.http.get(url(study.id, `/${draft.id}`), { token: doctorToken })).status).toBe(200);
       await t.app.get(AuditService).flush();
-      const rows: Array<{ action: string; user_id: string }> = await t.db.query(
-        `SELECT action, user_id FROM access_logs WHERE study_id = $1 ORDER BY id`,
+      const rows: Array<{ action: string; user_id: string; tenant_id: string; patient_id: string }> = await t.db.query(
+        `SELECT action, user_id, tenant_id, patient_id FROM access_logs WHERE study_id = $1 ORDER BY id`,
         [study.id],
       );
-      expect(rows.map((r) => r.action)).toEqual(['report.write', 'report.write', 'report.read', 'report.sign', 'report.read']);
-      expect(new Set(rows.map((r) => r.user_id))).toEqual(new Set([doctor.id]));
+      expect(rows.map((r) => r.action)).toEqual([
+        'report.write',
+        'report.write',
+        'report.read',
+        'report.sign',
+        'report.read',
+        'report.write',
+        'report.sign',
+        'report.write',
+        'report.write',
+        'report.read',
+        'report.read',
+      ]);
+      for (const row of rows) {
+        expect({ user_id: row.user_id, tenant_id: row.tenant_id, patient_id: row.patient_id }).toEqual({
+          user_id: doctor.id,
+          tenant_id: c.tenant.id,
+          patient_id: 'PID-77',
+        });
+      }
     });
   });
 });

@@ -53,7 +53,11 @@ export class PresetsRepository {
 
   async page(scope: DataScope, filter: PresetFilter): Promise<[PresetRow[], number]> {
     const qb = this.visible(scope);
-    if (filter.unitId) qb.andWhere('(p.unit_id = :unitId OR p.unit_id IS NULL)', { unitId: filter.unitId });
+    // That unit's presets and those of the unit's own clinic (a super admin's scope holds every clinic).
+    if (filter.unitId) {
+      const unitClinic = 'p.tenant_id = (SELECT tenant_id FROM units WHERE id = :unitId)';
+      qb.andWhere(`(p.unit_id = :unitId OR p.unit_id IS NULL) AND ${unitClinic}`, { unitId: filter.unitId });
+    }
     if (filter.modality)
       qb.andWhere('(upper(p.modality) = upper(:modality) OR p.modality IS NULL)', { modality: filter.modality });
     if (filter.search) {
