@@ -37,13 +37,23 @@
   // Read before OHIF removes the token from the address bar.
   var withViewerToken = params.has('token');
   if (!withViewerToken) addSignOut();
+  // OHIF hands React to its white-labelling callback (and to no other setting of a page's config):
+  // kept for the study list's Report column. Returning nothing keeps OHIF's own logo.
+  var react = null;
+  function keepReact(React) {
+    react = React;
+    return null;
+  }
 
   window.config = {
     name: 'pacs-archive',
     routerBasename: null,
     extensions: [],
     modes: [],
-    customizationService: {},
+    whiteLabeling: { createLogoComponentFn: keepReact },
+    // The study list's Report column, before OHIF's trailing actions column (one click from a study
+    // to its report page).
+    customizationService: withViewerToken ? {} : { 'workList.columns': { $splice: [[-1, 0, reportColumn()]] } },
     // A viewer token opens one study: there is no study list to browse then.
     showStudyList: !withViewerToken,
     investigationalUseDialog: { option: 'never' },
@@ -92,6 +102,44 @@
     ],
   };
 
+  /**
+   * A column of the study list (OHIF 3.13's `workList.columns`): each row's link to its study's
+   * report page, `/reports?uid=<Study Instance UID>`. A click there opens the page and neither
+   * selects the row nor opens the viewer.
+   */
+  function reportColumn() {
+    function stop(event) {
+      event.stopPropagation();
+    }
+    return {
+      id: 'pacsReport',
+      header: 'Report',
+      enableSorting: false,
+      enableHiding: false,
+      // Nothing to filter: OHIF's filter row gives every column an input (hidden for this one by
+      // addSignOut's style), and text typed there must not empty the list.
+      filterFn: function () {
+        return true;
+      },
+      cell: function (context) {
+        var uid = context.row.original.studyInstanceUid;
+        if (!react || !uid) return null;
+        return react.createElement(
+          'a',
+          {
+            href: '/reports?uid=' + encodeURIComponent(uid),
+            className: 'pacs-report-link text-primary hover:underline',
+            title: "Write or read this study's report",
+            onClick: stop,
+            onDoubleClick: stop,
+          },
+          'Report'
+        );
+      },
+      meta: { minWidth: 72, headerClassName: 'w-[72px] min-w-[72px]', cellClassName: 'w-[72px] min-w-[72px]' },
+    };
+  }
+
   /** A small "Sign out" button over the page: POST /api/logout, then the sign-in page. */
   function addSignOut() {
     function add() {
@@ -111,8 +159,8 @@
         );
       });
       document.body.appendChild(button);
-      // OHIF 3.13's configuration has no entry for a link of our own in its study list or viewer:
-      // the report page is one click away through this button, and lists the studies to report.
+      // OHIF 3.13's configuration has no entry for a link of our own in its viewer: this button
+      // opens the viewed study's report there, and from the study list the page of studies to report.
       var reports = document.createElement('a');
       reports.id = 'pacs-reports';
       reports.href = '/reports';
@@ -128,6 +176,10 @@
       reports.style.right = '110px';
       reports.style.textDecoration = 'none';
       document.body.appendChild(reports);
+      // The study list's filter input of the Report column (second to last, before OHIF's actions).
+      var style = document.createElement('style');
+      style.textContent = 'tr[data-filter-row] > td:nth-last-child(2) > * { display: none; }';
+      document.head.appendChild(style);
     }
     if (document.body) add();
     else document.addEventListener('DOMContentLoaded', add);

@@ -1,12 +1,12 @@
 /**
  * The report page in a real browser, through the shipped nginx, a real Orthanc, the API and the
- * worker: from OHIF's study list one click opens /reports; the doctor picks a study of the
- * worklist, writes, inserts a preset, the draft is saved as they type; a second tab's save makes
- * the first tab's next save stale, which is refused and said; the session ends while the doctor types
- * and the text is back after signing in again; a failed save keeps Sign from signing the older
- * text; then the report is signed, its PDF
- * opens, the DOC series filed by the worker shows in the viewer, whose Reports button opens the
- * study's report page.
+ * worker: from OHIF's study list one click opens a study's report page (its row's Report link) or
+ * /reports, the studies to report; the doctor picks a study of that worklist, writes, inserts a
+ * preset, the draft is saved as they type; a second tab's save makes the first tab's next save
+ * stale, which is refused and said; the session ends while the doctor types and the text is back
+ * after signing in again; a failed save keeps Sign from signing the older text; then the report is
+ * signed, its PDF opens, the DOC series filed by the worker shows in the viewer, whose Reports
+ * button opens the study's report page.
  */
 import { execFileSync } from 'child_process';
 import { mkdtempSync, writeFileSync } from 'fs';
@@ -102,12 +102,27 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await stack?.close();
   });
 
-  it('opens the report page from the study list with one click, and lists the study to report', async () => {
+  it("opens a study's report page from its row of the study list with one click", async () => {
     await page.goto(`${nginx.url}/login`);
     await page.fill('#email', doctor.email);
     await page.fill('#password', TEST_PASSWORD);
     await page.click('#submit');
     await page.waitForURL(`${nginx.url}/`);
+    // OHIF's bundle is parsed and the study searched before the row shows: slow on a loaded machine.
+    const link = page.locator('tr', { hasText: 'SÃO JOSÉ, MARIA DA CONCEIÇÃO' }).locator('a.pacs-report-link');
+    await link.waitFor({ timeout: 120_000 });
+    // The column has nothing to filter: OHIF's filter input there is hidden.
+    const filter = page.locator('tr[data-filter-row] > td:nth-last-child(2) input');
+    expect([await filter.count(), await filter.isVisible()]).toEqual([1, false]);
+    await link.click();
+    await page.waitForURL(`${nginx.url}/reports?uid=${study.studyInstanceUid}`);
+    await page.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
+    // Opening the page writes nothing: the draft starts when the doctor types.
+    expect((await t.db.query(`SELECT count(*)::int AS n FROM reports WHERE study_id = $1`, [studyId]))[0].n).toBe(0);
+  });
+
+  it('opens the page of studies to report from the study list with one click, and lists the study', async () => {
+    await page.goto(`${nginx.url}/`);
     // OHIF's bundle is parsed before the page's DOMContentLoaded, when app-config.js adds the link: slow on a loaded machine.
     await page.locator('#pacs-reports').click({ timeout: 120_000 });
     await page.waitForURL(`${nginx.url}/reports`);
