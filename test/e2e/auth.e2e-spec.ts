@@ -1,3 +1,5 @@
+import { JwtService } from '@nestjs/jwt';
+import { randomUUID } from 'crypto';
 import { createTestApp, TestApp } from '../support/app';
 import { createTenant, createUnit, createUser, login, TEST_PASSWORD } from '../support/factories';
 
@@ -14,6 +16,24 @@ describe('Session: login, logout, refresh, me', () => {
     const unit = await createUnit(t.db, tenant.id);
     const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, signature: 'data:image/png;base64,AAAA' });
     return { tenant, unit, user };
+  }
+
+  /** A token with every claim of a real session of `user`, signed with a secret the service does not hold. */
+  function forgedToken(user: { id: string; tenant_id: string | null; unit_id: string | null }): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    return new JwtService({ secret: 'not-the-service-secret-but-as-long-as-one' }).signAsync(
+      {
+        sub: user.id,
+        jti: randomUUID(),
+        typ: 'access',
+        tenant_id: user.tenant_id,
+        unit_id: user.unit_id,
+        is_super_admin: true,
+        is_tenant_admin: true,
+        orig_iat: now,
+      },
+      { algorithm: 'HS256', expiresIn: 3600 },
+    );
   }
 
   describe('POST /api/login', () => {
@@ -190,6 +210,13 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
     });
 
+    it('answers 401 Unauthenticated. to a token with a real session’s claims signed with another secret', async () => {
+      const { user } = await member();
+      const res = await t.http.get('/api/me', { token: await forgedToken(user) });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
     it('refuses a token at once when the user or the tenant is deactivated', async () => {
       const { tenant, user } = await member();
       const token = await login(t.http, user.email);
@@ -223,6 +250,16 @@ describe('Session: login, logout, refresh, me', () => {
       const res = await t.http.post('/api/logout');
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('answers 401 Unauthenticated. to an invalid token, in the header or the cookie', async () => {
+      const { user } = await member();
+      const forged = await forgedToken(user);
+      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
+        const res = await t.http.post('/api/logout', options);
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ message: 'Unauthenticated.' });
+      }
     });
   });
 
@@ -273,6 +310,26 @@ describe('Session: login, logout, refresh, me', () => {
       const res = await t.http.post('/api/refresh', { token });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('refuses the token of a deactivated user', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      await t.db.query('UPDATE users SET is_active = false WHERE id = $1', [user.id]);
+      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
+      const res = await t.http.post('/api/refresh', { token });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('answers 401 Unauthenticated. to a malformed token or one signed with another secret', async () => {
+      const { user } = await member();
+      const forged = await forgedToken(user);
+      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
+        const res = await t.http.post('/api/refresh', options);
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ message: 'Unauthenticated.' });
+      }
     });
 
     it('answers 401 Unauthenticated. without a token', async () => {
