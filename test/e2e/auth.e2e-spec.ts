@@ -1,5 +1,6 @@
 import { JwtService } from '@nestjs/jwt';
 import { randomUUID } from 'crypto';
+import { TokenService } from '../../src/auth/token.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createTenant, createUnit, createUser, login, TEST_PASSWORD } from '../support/factories';
 
@@ -277,6 +278,23 @@ describe('Session: login, logout, refresh, me', () => {
       const again = await t.http.post('/api/refresh', { token: old });
       expect(again.status).toBe(401);
       expect(again.body).toEqual({ message: 'The token has been blacklisted' });
+    });
+
+    it('refreshes for 14 days from the original login, then answers 401 "Token Refresh window has expired"', async () => {
+      const { user } = await member();
+      const tokens = t.app.get(TokenService);
+      const now = Math.floor(Date.now() / 1000);
+      const day = 24 * 3600;
+      const inside = tokens.issue({ ...user }, now - 14 * day + 120).access_token;
+      const res = await t.http.post('/api/refresh', { token: inside });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(Buffer.from(res.body.access_token.split('.')[1], 'base64url').toString()).orig_iat).toBe(
+        now - 14 * day + 120,
+      );
+      const over = tokens.issue({ ...user }, now - 14 * day - 60).access_token;
+      const expired = await t.http.post('/api/refresh', { token: over });
+      expect(expired.status).toBe(401);
+      expect(expired.body).toEqual({ message: 'Token Refresh window has expired' });
     });
 
     it('refuses a token blacklisted by logout', async () => {
