@@ -178,12 +178,16 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
       expect(await found(`CLÍNICA SÃO JOÃO PLAIN ${k}`)).toEqual([plain.id]);
     });
 
-    it('takes % and _ in the search literally', async () => {
+    it('takes %, _ and \\ in the search literally', async () => {
       const k = tag();
       const percent = await createTenant(t.db, { name: `${k} 100% Care`, slug: `p-${k}-1` });
       await createTenant(t.db, { name: `${k} 1000 Care`, slug: `p-${k}-2` });
       const underscore = await createTenant(t.db, { name: `${k} a_b`, slug: `p-${k}-3` });
       await createTenant(t.db, { name: `${k} axb`, slug: `p-${k}-4` });
+      const backslash = await createTenant(t.db, { name: `${k} c\\d`, slug: `p-${k}-5` });
+      await createTenant(t.db, { name: `${k} cd`, slug: `p-${k}-6` });
+      const b = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `${k} c\\d` } });
+      expect(b.body.data.map((x: { id: string }) => x.id)).toEqual([backslash.id]);
       const p = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `${k} 100%` } });
       expect(p.body.data.map((x: { id: string }) => x.id)).toEqual([percent.id]);
       const u = await t.http.get('/api/admin/tenants', { token: superToken, query: { search: `${k} a_b` } });
@@ -410,7 +414,7 @@ describe('Admin: tenants (/api/admin/tenants)', () => {
     ])('answers 422 for %j', async (body, message) => {
       const res = await setStatus(clinic.tenant.id, body);
       expect(res.status).toBe(422);
-      expect(res.body.errors).toEqual({ is_active: [message] });
+      expect(res.body).toEqual({ message, errors: { is_active: [message] } });
     });
 
     it('answers 404 for an unknown tenant and for a malformed id', async () => {

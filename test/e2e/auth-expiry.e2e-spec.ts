@@ -29,6 +29,15 @@ describe('Session expiry (JWT_TTL=1 s, JWT_REFRESH_TTL=1 min)', () => {
     expect(res.body).toEqual({ message: 'Unauthenticated.' });
   });
 
+  it('answers 401 Unauthenticated. to a logout with an expired token', async () => {
+    const user = await member();
+    const token = await login(t.http, user.email);
+    await sleep(2100);
+    const res = await t.http.post('/api/logout', { token });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ message: 'Unauthenticated.' });
+  });
+
   it('refreshes an expired token inside the window and keeps the original login time', async () => {
     const user = await member();
     const token = await login(t.http, user.email);

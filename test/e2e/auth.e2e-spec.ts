@@ -1,3 +1,6 @@
+import { JwtService } from '@nestjs/jwt';
+import { randomUUID } from 'crypto';
+import { TokenService } from '../../src/auth/token.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createTenant, createUnit, createUser, login, TEST_PASSWORD } from '../support/factories';
 
@@ -14,6 +17,24 @@ describe('Session: login, logout, refresh, me', () => {
     const unit = await createUnit(t.db, tenant.id);
     const user = await createUser(t.db, { tenant_id: tenant.id, unit_id: unit.id, signature: 'data:image/png;base64,AAAA' });
     return { tenant, unit, user };
+  }
+
+  /** A token with every claim of a real session of `user`, signed with a secret the service does not hold. */
+  function forgedToken(user: { id: string; tenant_id: string | null; unit_id: string | null }): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    return new JwtService({ secret: 'not-the-service-secret-but-as-long-as-one' }).signAsync(
+      {
+        sub: user.id,
+        jti: randomUUID(),
+        typ: 'access',
+        tenant_id: user.tenant_id,
+        unit_id: user.unit_id,
+        is_super_admin: true,
+        is_tenant_admin: true,
+        orig_iat: now,
+      },
+      { algorithm: 'HS256', expiresIn: 3600 },
+    );
   }
 
   describe('POST /api/login', () => {
@@ -190,6 +211,13 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
     });
 
+    it('answers 401 Unauthenticated. to a token with a real session’s claims signed with another secret', async () => {
+      const { user } = await member();
+      const res = await t.http.get('/api/me', { token: await forgedToken(user) });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
     it('refuses a token at once when the user or the tenant is deactivated', async () => {
       const { tenant, user } = await member();
       const token = await login(t.http, user.email);
@@ -224,6 +252,16 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
     });
+
+    it('answers 401 Unauthenticated. to an invalid token, in the header or the cookie', async () => {
+      const { user } = await member();
+      const forged = await forgedToken(user);
+      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
+        const res = await t.http.post('/api/logout', options);
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ message: 'Unauthenticated.' });
+      }
+    });
   });
 
   describe('POST /api/refresh', () => {
@@ -240,6 +278,23 @@ describe('Session: login, logout, refresh, me', () => {
       const again = await t.http.post('/api/refresh', { token: old });
       expect(again.status).toBe(401);
       expect(again.body).toEqual({ message: 'The token has been blacklisted' });
+    });
+
+    it('refreshes for 14 days from the original login, then answers 401 "Token Refresh window has expired"', async () => {
+      const { user } = await member();
+      const tokens = t.app.get(TokenService);
+      const now = Math.floor(Date.now() / 1000);
+      const day = 24 * 3600;
+      const inside = tokens.issue({ ...user }, now - 14 * day + 120).access_token;
+      const res = await t.http.post('/api/refresh', { token: inside });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(Buffer.from(res.body.access_token.split('.')[1], 'base64url').toString()).orig_iat).toBe(
+        now - 14 * day + 120,
+      );
+      const over = tokens.issue({ ...user }, now - 14 * day - 60).access_token;
+      const expired = await t.http.post('/api/refresh', { token: over });
+      expect(expired.status).toBe(401);
+      expect(expired.body).toEqual({ message: 'Token Refresh window has expired' });
     });
 
     it('refuses a token blacklisted by logout', async () => {
@@ -273,6 +328,26 @@ describe('Session: login, logout, refresh, me', () => {
       const res = await t.http.post('/api/refresh', { token });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('refuses the token of a deactivated user', async () => {
+      const { user } = await member();
+      const token = await login(t.http, user.email);
+      await t.db.query('UPDATE users SET is_active = false WHERE id = $1', [user.id]);
+      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
+      const res = await t.http.post('/api/refresh', { token });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    });
+
+    it('answers 401 Unauthenticated. to a malformed token or one signed with another secret', async () => {
+      const { user } = await member();
+      const forged = await forgedToken(user);
+      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
+        const res = await t.http.post('/api/refresh', options);
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ message: 'Unauthenticated.' });
+      }
     });
 
     it('answers 401 Unauthenticated. without a token', async () => {
