@@ -191,6 +191,13 @@ describe('QIDO-RS study search (GET /api/dicom-web/studies)', () => {
     it.each(cases)('%s', async (_name, caller, query, expected) => {
       expect(uids(await search(caller(), query()))).toEqual(expected().map((s) => s.study_instance_uid));
     });
+
+    it('a regular user without a unit gets no study, even by UID (decisions.md 2)', async () => {
+      const loose = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: null });
+      const token = await login(t.http, loose.email);
+      expect(uids(await search(token, ours()))).toEqual([]);
+      expect(uids(await search(token, byUid()))).toEqual([]);
+    });
   });
 
   describe('matching', () => {

@@ -147,8 +147,14 @@ describe('Patients', () => {
       const token = await login(t.http, loose.email);
       const list = await t.http.get('/api/patients', { token });
       expect(list.body).toEqual({ data: [], current_page: 1, per_page: 20, total: 0, last_page: 1, total_exact: true });
-      expect((await t.http.get(`/api/patients/${inUnit1.id}`, { token })).status).toBe(404);
-      expect((await t.http.get(`/api/patients/${inUnit1.id}/studies`, { token })).status).toBe(404);
+      for (const url of [`/api/patients/${inUnit1.id}`, `/api/patients/${inUnit1.id}/studies`]) {
+        const res = await t.http.get(url, { token });
+        expect({ url, status: res.status, body: res.body }).toEqual({
+          url,
+          status: 404,
+          body: { message: 'Patient not found.' },
+        });
+      }
       expect(unit1Study.patient_uuid).toBe(inUnit1.id);
     });
   });
@@ -355,6 +361,7 @@ describe('Patients', () => {
       expect(page1.body.data[0]).toHaveProperty('study_instance_uid');
       const bad = await t.http.get(`/api/patients/${patient.id}/studies`, { token: fresh.token1, query: { page: '0' } });
       expect(bad.status).toBe(422);
+      expect(bad.body).toEqual({ message: expect.any(String), errors: { page: [expect.any(String)] } });
     });
   });
 

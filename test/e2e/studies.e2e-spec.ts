@@ -278,8 +278,15 @@ describe('Studies, series, instances and images', () => {
       const list = await t.http.get('/api/studies', { token });
       expect(list.status).toBe(200);
       expect(list.body).toEqual({ data: [], current_page: 1, per_page: 15, total: 0, last_page: 1, total_exact: true });
-      const { study } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
-      expect((await t.http.get(`/api/studies/${study.id}`, { token })).status).toBe(404);
+      const { study, series } = await createImagedStudy(t.db, clinic.tenant.id, clinic.unit1.id);
+      for (const [url, message] of [
+        [`/api/studies/${study.id}`, 'Study not found.'],
+        [`/api/studies/${study.id}/series`, 'Study not found.'],
+        [`/api/series/${series.id}/instances`, 'Series not found.'],
+      ]) {
+        const res = await t.http.get(url, { token });
+        expect({ url, status: res.status, body: res.body }).toEqual({ url, status: 404, body: { message } });
+      }
     });
   });
 
@@ -1073,6 +1080,7 @@ describe('Studies, series, instances and images', () => {
         expect(res.body).toEqual({ message: 'Unauthenticated.' });
         const cookie = await t.http.get(url, { cookies: { pacs_access_token: issued.body.token } });
         expect(cookie.status).toBe(401);
+        expect(cookie.body).toEqual({ message: 'Unauthenticated.' });
       }
     });
   });
