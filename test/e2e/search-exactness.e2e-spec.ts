@@ -35,6 +35,9 @@ const STUDY_ORDER = 's.study_date DESC, s.created_at DESC, s.id DESC';
 const PATIENT_ORDER = 'p.patient_name ASC, p.created_at DESC, p.id ASC';
 // The oracle's pattern: the fragment folded, then `\`, `%` and `_` escaped by plain replace().
 const ORACLE_PATTERN = `'%' || replace(replace(replace(search_fold($1), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+// The contract's match: the fragment in one of the fields (a fragment across two never matches).
+const oracleMatch = (fields: string[]) =>
+  `(${fields.map((field) => `search_fold(coalesce(${field}, '')) LIKE ${ORACLE_PATTERN}`).join(' OR ')})`;
 
 describe('search: exact up to the cap, LIKE as the oracle', () => {
   let t: TestApp;
@@ -53,8 +56,8 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
   const oracle = async (list: 'studies' | 'patients', scopeSql: string, params: unknown[], fragment: string) => {
     const sql =
       list === 'studies'
-        ? `SELECT s.id FROM studies s WHERE ${scopeSql} AND s.search_text LIKE ${ORACLE_PATTERN} ORDER BY ${STUDY_ORDER}`
-        : `SELECT p.id FROM patients p WHERE ${scopeSql} AND p.search_text LIKE ${ORACLE_PATTERN} ORDER BY ${PATIENT_ORDER}`;
+        ? `SELECT s.id FROM studies s WHERE ${scopeSql} AND ${oracleMatch(['s.patient_name', 's.patient_id', 's.accession_number'])} ORDER BY ${STUDY_ORDER}`
+        : `SELECT p.id FROM patients p WHERE ${scopeSql} AND ${oracleMatch(['p.patient_name', 'p.patient_id'])} ORDER BY ${PATIENT_ORDER}`;
     return ((await t.db.query(sql, [fragment, ...params])) as Array<{ id: string }>).map((row) => row.id);
   };
 
@@ -136,7 +139,13 @@ describe('search: exact up to the cap, LIKE as the oracle', () => {
         text: string;
       }>
     ).map((row) => row.text);
-    const fragments = new Set(['ção', 'cao', 'SAO', 'ana', '%', '_1', 'a\\', '％', '＿1', 'ｓｉｌｖａ', 'xyzzy']);
+    const fragments = new Set(['ção', 'cao', 'SAO', 'ana', '%', '_1', 'a\\', '％', '＿1', 'ｓｉｌｖａ', 'xyzzy', '\u001f']);
+    // The end of a name and the start of its patient id, across search_text's separator.
+    const [{ across }] = await t.db.query(
+      `SELECT right(search_fold(patient_name), 2) || chr(31) || left(search_fold(patient_id), 2) AS across
+         FROM studies WHERE imgsrv_study_id LIKE 'ex-%' LIMIT 1`,
+    );
+    fragments.add(across);
     while (fragments.size < 40) {
       const text = pick(texts);
       const start = Math.floor(prng.next() * text.length);

@@ -171,8 +171,7 @@ export interface PageColumns {
   _ids?: Buffer | null;
 }
 
-// Scope sizes steer plans only (walk a small scope whole, a walk's cap, the dense share): a size
-// a minute old steers them as well.
+// Scope sizes steer plans only (a small scope walked whole, a walk's cap, the dense share): a minute old will do.
 const SCOPE_SIZE_MS = 60_000;
 const MAX_SCOPE_SIZES = 10_000;
 
@@ -218,6 +217,8 @@ export class ListSearch {
   }
 
   async page<Row>(query: ListSearchQuery, offset: number, limit: number): Promise<SearchPage<Row>> {
+    // search_text joins the fields with U+001F: a fragment holding it lies in none of them.
+    if (query.search.includes('\u001f')) return { rows: [], total: 0, exact: true };
     const kept = this.totals.latest(query.key);
     if (kept) {
       const page = await this.keptPage<Row>(query, kept, offset, limit);
