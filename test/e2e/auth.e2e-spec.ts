@@ -320,20 +320,10 @@ describe('Session: login, logout, refresh, me', () => {
       expect(results.map((r) => r.status).sort()).toEqual([200, 401]);
     });
 
-    it('refuses the token of a deactivated tenant', async () => {
+    it.each(['tenants', 'users'] as const)('refuses the token of a deactivated account (%s.is_active false)', async (table) => {
       const { tenant, user } = await member();
       const token = await login(t.http, user.email);
-      await t.db.query('UPDATE tenants SET is_active = false WHERE id = $1', [tenant.id]);
-      t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
-      const res = await t.http.post('/api/refresh', { token });
-      expect(res.status).toBe(401);
-      expect(res.body).toEqual({ message: 'Unauthenticated.' });
-    });
-
-    it('refuses the token of a deactivated user', async () => {
-      const { user } = await member();
-      const token = await login(t.http, user.email);
-      await t.db.query('UPDATE users SET is_active = false WHERE id = $1', [user.id]);
+      await t.db.query(`UPDATE ${table} SET is_active = false WHERE id = $1`, [table === 'tenants' ? tenant.id : user.id]);
       t.app.get((await import('../../src/auth/account-status.service')).AccountStatusService).forgetAll();
       const res = await t.http.post('/api/refresh', { token });
       expect(res.status).toBe(401);
