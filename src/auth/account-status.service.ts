@@ -17,6 +17,7 @@ const MAX_ENTRIES = 10_000;
 export class AccountStatusService {
   /** null: no such user (cached too). */
   private readonly cache = new TtlCache<AccountState | null>(MAX_ENTRIES);
+  private readonly clinics = new TtlCache<boolean>(MAX_ENTRIES);
 
   constructor(private readonly accounts: AccountsRepository) {}
 
@@ -34,8 +35,22 @@ export class AccountStatusService {
     return state;
   }
 
+  /**
+   * Whether a clinic is active, cached as briefly as accounts: a share's viewer tokens read a study
+   * of that clinic whoever created the share (a super admin's account carries no clinic's state).
+   */
+  async clinicActive(tenantId: string): Promise<boolean> {
+    const cached = this.clinics.get(tenantId);
+    if (cached !== undefined) return cached;
+    const now = Date.now();
+    const active = await this.accounts.clinicActive(tenantId);
+    this.clinics.set(tenantId, active, now + CACHE_MS);
+    return active;
+  }
+
   /** Called after a write that changes users or tenants. */
   forgetAll(): void {
     this.cache.clear();
+    this.clinics.clear();
   }
 }

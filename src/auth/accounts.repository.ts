@@ -35,6 +35,14 @@ export class AccountsRepository {
     return rows[0] ? accountState(rows[0]) : null;
   }
 
+  /** Whether the clinic exists and is active. */
+  async clinicActive(tenantId: string): Promise<boolean> {
+    const rows: Array<{ is_active: boolean }> = await this.dataSource.query(`SELECT is_active FROM tenants WHERE id = $1`, [
+      tenantId,
+    ]);
+    return rows[0]?.is_active === true;
+  }
+
   /** The account and its password hash, by email (case-insensitive), for sign-in only. */
   async findForSignIn(email: string): Promise<(AccountState & { password: string }) | null> {
     const rows: Array<AccountRow & { password: string }> = await this.dataSource.query(SIGN_IN_BY_EMAIL, [email]);

@@ -345,7 +345,10 @@ export class ViewerService {
       // A share's token is read from Redis every time: its revocation deletes it there, at once.
       if (session.share_id === null) this.sessions.set(token, session, Math.min(now + TOKEN_CACHE_MS, session.expires_at));
     }
-    return session.expires_at > now ? session : null;
+    if (session.expires_at <= now) return null;
+    // A share reads its study while the study's clinic is active (decisions §2: a deactivated
+    // clinic's viewer tokens fail); a user's token is held to its account's clinic by tokenReader.
+    return session.share_id === null || (await this.accounts.clinicActive(session.tenant_id)) ? session : null;
   }
 }
 

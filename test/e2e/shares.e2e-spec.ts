@@ -493,6 +493,23 @@ describe('Share links', () => {
       expect((await t.http.delete(`/api/studies/${study.id}/shares/${share.id}`, { token: clinic.token1 })).status).toBe(204);
     });
 
+    it("stops the viewer tokens of a super admin's share while the study's clinic is deactivated, and not after", async () => {
+      const closing = await createClinic(t.db, t.http);
+      const theirStudy = (await createImagedStudy(t.db, closing.tenant.id, closing.unit1.id)).study;
+      const share = (await create({}, superAdmin.token, theirStudy.id)).body;
+      const viewerToken = (await open(share.token)).body.viewer_token;
+      const status = (is_active: boolean) =>
+        t.http.patch(`/api/admin/tenants/${closing.tenant.id}/status`, { token: superAdmin.token, body: { is_active } });
+      expect((await validate(viewerToken, theirStudy.study_instance_uid)).status).toBe(200);
+      expect((await status(false)).status).toBe(200);
+      const refused = await validate(viewerToken, theirStudy.study_instance_uid);
+      expect([refused.status, refused.body]).toEqual([401, { error: 'Invalid or expired token' }]);
+      const report = await t.http.get('/api/shares/report', { headers: { 'x-viewer-token': viewerToken } });
+      expect([report.status, report.body]).toEqual([401, { message: 'Unauthenticated.' }]);
+      expect((await status(true)).status).toBe(200);
+      expect((await validate(viewerToken, theirStudy.study_instance_uid)).status).toBe(200);
+    });
+
     it('takes back a token issued while the share was being revoked (the open answers 410)', async () => {
       // An open that passed the share's row before the revocation, and writes its token after the
       // revocation deleted the others: the token's own transaction sees the revocation.
