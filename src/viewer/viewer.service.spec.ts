@@ -56,6 +56,7 @@ function build(overrides: {
   metrics?: { viewerValidation: jest.Mock };
   limit?: FakeRefusedUidLimit;
   renderingAllowed?: boolean;
+  clinicActive?: boolean;
 } = {}) {
   const session: ViewerSession = {
     user_id: 'user-1',
@@ -75,6 +76,7 @@ function build(overrides: {
   const accounts = {
     get: jest.fn(async () => (cachedAccount = await loadAccount())),
     peek: jest.fn(() => cachedAccount),
+    clinicActive: jest.fn(async () => overrides.clinicActive ?? true),
   };
   const studies = {
     placesOfStudyUids: jest.fn(overrides.placesOf ?? (async () => new Map([[UID, at(TENANT)]]))),
@@ -419,6 +421,17 @@ describe('What a viewer token reads', () => {
       [UNKNOWN]: 'forbidden',
     });
     expect(trail.opened.mock.calls[0][0]).toMatchObject({ userId: null, shareId: '5a1e0000-0000-4000-8000-000000000001' });
+  });
+
+  it("a share's token is invalid while the study's clinic is inactive, whoever created the share", async () => {
+    const { service, accounts } = build({
+      placesOf: places,
+      account: async () => accountOf({ is_super_admin: true, tenant_id: null, unit_id: null }),
+      session: { share_id: '5a1e0000-0000-4000-8000-000000000001' },
+      clinicActive: false,
+    });
+    expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    expect(accounts.clinicActive).toHaveBeenCalledWith(TENANT);
   });
 
   it('counts refused UIDs per token and, past the limit, refuses even its own study without a lookup', async () => {
