@@ -39,13 +39,13 @@ export class AccountStatusService {
    * Whether a clinic is active, cached as briefly as accounts: a share's viewer tokens read a study
    * of that clinic whoever created the share (a super admin's account carries no clinic's state).
    */
-  async clinicActive(tenantId: string): Promise<boolean> {
-    const cached = this.clinics.get(tenantId);
-    if (cached !== undefined) return cached;
-    const now = Date.now();
-    const active = await this.accounts.clinicActive(tenantId);
-    this.clinics.set(tenantId, active, now + CACHE_MS);
-    return active;
+  clinicActive(tenantId: string): Promise<boolean> {
+    return this.clinics.load(tenantId, async () => {
+      const now = Date.now();
+      const active = await this.accounts.clinicActive(tenantId);
+      this.clinics.set(tenantId, active, now + CACHE_MS);
+      return active;
+    });
   }
 
   /** Called after a write that changes users or tenants. */

@@ -37,6 +37,17 @@ describe('Session: login, logout, refresh, me', () => {
     );
   }
 
+  /** POST `path` with a malformed token, then a forged one in the header and in the cookie: 401 Unauthenticated. each time. */
+  async function expectBadTokensRefused(path: string): Promise<void> {
+    const { user } = await member();
+    const forged = await forgedToken(user);
+    for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
+      const res = await t.http.post(path, options);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ message: 'Unauthenticated.' });
+    }
+  }
+
   describe('POST /api/login', () => {
     it('returns the token, its type and lifetime, and only the listed user fields', async () => {
       const { user } = await member();
@@ -254,13 +265,7 @@ describe('Session: login, logout, refresh, me', () => {
     });
 
     it('answers 401 Unauthenticated. to an invalid token, in the header or the cookie', async () => {
-      const { user } = await member();
-      const forged = await forgedToken(user);
-      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
-        const res = await t.http.post('/api/logout', options);
-        expect(res.status).toBe(401);
-        expect(res.body).toEqual({ message: 'Unauthenticated.' });
-      }
+      await expectBadTokensRefused('/api/logout');
     });
   });
 
@@ -331,13 +336,7 @@ describe('Session: login, logout, refresh, me', () => {
     });
 
     it('answers 401 Unauthenticated. to a malformed token or one signed with another secret', async () => {
-      const { user } = await member();
-      const forged = await forgedToken(user);
-      for (const options of [{ token: 'not-a-jwt' }, { token: forged }, { cookies: { pacs_access_token: forged } }]) {
-        const res = await t.http.post('/api/refresh', options);
-        expect(res.status).toBe(401);
-        expect(res.body).toEqual({ message: 'Unauthenticated.' });
-      }
+      await expectBadTokensRefused('/api/refresh');
     });
 
     it('answers 401 Unauthenticated. without a token', async () => {
