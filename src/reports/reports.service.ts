@@ -142,6 +142,11 @@ export class ReportsService {
     if (report.status === 'final') throw Conflicts.final();
     const changes: SectionValues & { template_id?: string | null } = sections(body);
     if (body.template_id !== undefined) changes.template_id = await this.templateFor(study, body.template_id);
+    // The version counts accepted changes: a save that changes nothing must not make another doctor's save stale.
+    if (Object.entries(changes).every(([field, value]) => report[field as keyof typeof changes] === value)) {
+      if (report.version !== body.version) throw Conflicts.stale();
+      return toReportDto(report);
+    }
     if (!(await this.reports.updateDraft(studyId, reportId, body.version, changes))) await this.missed(studyId, reportId);
     return toReportDto(await this.report(studyId, reportId));
   }

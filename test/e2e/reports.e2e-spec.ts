@@ -265,6 +265,26 @@ describe('Reports (/api/studies/{id}/reports)', () => {
       expect(now.body).toMatchObject({ version: 2, findings: 'b' });
     });
 
+    it('a PATCH that changes nothing keeps the version, so a save made on that version still goes through', async () => {
+      const { study, doctorToken } = await setup();
+      const draft = (await t.http.post(url(study.id), { token: doctorToken, body: { findings: 'a' } })).body;
+      for (const body of [{ version: 1, findings: 'a', impression: null }, { version: 1 }]) {
+        const same = await t.http.patch(url(study.id, `/${draft.id}`), { token: doctorToken, body });
+        expect([same.status, same.body]).toEqual([200, draft]);
+      }
+      const saved = await t.http.patch(url(study.id, `/${draft.id}`), {
+        token: doctorToken,
+        body: { version: 1, findings: 'b' },
+      });
+      expect([saved.status, saved.body.version]).toEqual([200, 2]);
+      // Nothing to change, but made on a version someone else has replaced since: still stale.
+      const stale = await t.http.patch(url(study.id, `/${draft.id}`), {
+        token: doctorToken,
+        body: { version: 1, findings: 'b' },
+      });
+      expect([stale.status, stale.body]).toEqual([409, STALE]);
+    });
+
     it('two PATCHes made on the same version at once: one is saved, the other is 409', async () => {
       const { study, doctorToken } = await setup();
       const draft = (await t.http.post(url(study.id), { token: doctorToken, body: {} })).body;
