@@ -321,6 +321,29 @@ describe('Admin: users (/api/admin/users)', () => {
       expect((await t.http.get('/api/me', { token })).status).toBe(200);
     });
 
+    // The token still claims is_tenant_admin: the role is the account's current one, not the token's.
+    it('takes a tenant admin’s role away at once from their existing token, and gives it back', async () => {
+      const admin = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, is_tenant_admin: true });
+      const token = await login(t.http, admin.email);
+      const template = () =>
+        t.http.post('/api/tenant/templates', { token, body: { name: `Role ${tag()}`, unit_id: clinic.unit2.id, is_active: false } });
+      const unit2Templates = () => t.http.get('/api/tenant/templates', { token, query: { unit_id: clinic.unit2.id } });
+      expect((await template()).status).toBe(201);
+      expect((await unit2Templates()).body.total).toBe(1);
+
+      expect((await patch(admin.id, { is_tenant_admin: false })).body.is_tenant_admin).toBe(false);
+      for (const res of [await template(), await t.http.patch('/api/tenant/settings', { token, body: { logo: null } })]) {
+        expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { error: 'Forbidden' } });
+      }
+      // As a regular user they see their own unit's active templates only, not the inactive one of unit 2.
+      expect((await unit2Templates()).body).toMatchObject({ data: [], total: 0 });
+      expect((await t.http.get('/api/me', { token })).body.is_tenant_admin).toBe(false);
+
+      expect((await patch(admin.id, { is_tenant_admin: true })).status).toBe(200);
+      expect((await template()).status).toBe(201);
+      expect((await unit2Templates()).body.total).toBe(2);
+    });
+
     it('refuses to let a super admin deactivate their own account', async () => {
       const res = await patch(superUser.id, { is_active: false });
       expect(res.status).toBe(422);
