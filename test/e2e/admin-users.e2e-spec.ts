@@ -2,7 +2,7 @@ import { randomUUID } from 'crypto';
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
-import { ids, ISO, PAGE_KEYS, tag } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
 
 const USER_KEYS = [
   'created_at',
@@ -326,7 +326,10 @@ describe('Admin: users (/api/admin/users)', () => {
       const admin = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id, is_tenant_admin: true });
       const token = await login(t.http, admin.email);
       const template = () =>
-        t.http.post('/api/tenant/templates', { token, body: { name: `Role ${tag()}`, unit_id: clinic.unit2.id, is_active: false } });
+        t.http.post('/api/tenant/templates', {
+          token,
+          body: { name: `Role ${tag()}`, unit_id: clinic.unit2.id, is_active: false },
+        });
       const unit2Templates = () => t.http.get('/api/tenant/templates', { token, query: { unit_id: clinic.unit2.id } });
       expect((await template()).status).toBe(201);
       expect((await unit2Templates()).body.total).toBe(1);
@@ -477,15 +480,15 @@ describe('Admin: users (/api/admin/users)', () => {
     });
 
     it.each([
-      [{ page: '0' }, 'page'],
-      [{ page: 'first' }, 'page'],
-      [{ tenant_id: 'x' }, 'tenant_id'],
-      [{ unit_id: 'y' }, 'unit_id'],
-      [{ search: 's'.repeat(256) }, 'search'],
-    ])('answers 422 for %j', async (query, field) => {
+      [{ page: '0' }, 'page', M.pageBelowOne],
+      [{ page: 'first' }, 'page', M.pageNotInteger],
+      [{ tenant_id: 'x' }, 'tenant_id', M.tenantId],
+      [{ unit_id: 'y' }, 'unit_id', M.unitId],
+      [{ search: 's'.repeat(256) }, 'search', M.searchTooLong],
+    ])('answers 422 for %j', async (query, field, message) => {
       const res = await list(query);
       expect(res.status).toBe(422);
-      expect(Object.keys(res.body.errors)).toEqual([field]);
+      expect(res.body).toEqual(refusal(field, message));
     });
   });
 });
