@@ -2,7 +2,7 @@ import { randomUUID } from 'crypto';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
-import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_REFUSALS, refusal } from '../support/expectations';
 
 const MODALITY_KEYS = ['aet', 'created_at', 'id', 'ip_address', 'name', 'tenant', 'tenant_id', 'unit', 'unit_id', 'updated_at'];
 const NAME_TAKEN = 'A modality with that name already exists in this unit.';
@@ -241,13 +241,7 @@ describe('Admin: modalities (/api/admin/modalities)', () => {
       expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
-    it.each([
-      [{ page: '0' }, 'page', M.pageBelowOne],
-      [{ page: '2x' }, 'page', M.pageNotInteger],
-      [{ tenant_id: 'bad' }, 'tenant_id', M.tenantId],
-      [{ unit_id: '123' }, 'unit_id', M.unitId],
-      [{ search: 'q'.repeat(256) }, 'search', M.searchTooLong],
-    ])('answers 422 for %j', async (query, field, message) => {
+    it.each(LIST_QUERY_REFUSALS)('answers 422 for %j', async (query, field, message) => {
       const res = await list(query);
       expect(res.status).toBe(422);
       expect(res.body).toEqual(refusal(field, message));

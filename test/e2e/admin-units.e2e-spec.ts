@@ -1,7 +1,7 @@
 import { randomUUID } from 'crypto';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit } from '../support/factories';
-import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag, TENANT_LIST_QUERY_REFUSALS, refusal } from '../support/expectations';
 
 const UNIT_KEYS = ['created_at', 'id', 'is_active', 'name', 'slug', 'tenant_id', 'updated_at'];
 const UNIT_TAKEN = 'A unit with that name already exists for this clinic.';
@@ -129,12 +129,7 @@ describe('Admin: units (/api/admin/units)', () => {
       expect(await page({ search, page: '21' })).toEqual({ ...exact, current_page: 21, data: [] });
     });
 
-    it.each([
-      [{ page: '0' }, 'page', M.pageBelowOne],
-      [{ page: 'x' }, 'page', M.pageNotInteger],
-      [{ tenant_id: 'nope' }, 'tenant_id', M.tenantId],
-      [{ search: 's'.repeat(256) }, 'search', M.searchTooLong],
-    ])('answers 422 for %j', async (query, field, message) => {
+    it.each(TENANT_LIST_QUERY_REFUSALS)('answers 422 for %j', async (query, field, message) => {
       const res = await list(query);
       expect(res.status).toBe(422);
       expect(res.body).toEqual(refusal(field, message));

@@ -2,7 +2,7 @@ import { randomUUID } from 'crypto';
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
-import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_REFUSALS, refusal } from '../support/expectations';
 
 const USER_KEYS = [
   'created_at',
@@ -479,13 +479,7 @@ describe('Admin: users (/api/admin/users)', () => {
       expect(p5.body).toEqual({ data: [], current_page: 5, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
-    it.each([
-      [{ page: '0' }, 'page', M.pageBelowOne],
-      [{ page: 'first' }, 'page', M.pageNotInteger],
-      [{ tenant_id: 'x' }, 'tenant_id', M.tenantId],
-      [{ unit_id: 'y' }, 'unit_id', M.unitId],
-      [{ search: 's'.repeat(256) }, 'search', M.searchTooLong],
-    ])('answers 422 for %j', async (query, field, message) => {
+    it.each(LIST_QUERY_REFUSALS)('answers 422 for %j', async (query, field, message) => {
       const res = await list(query);
       expect(res.status).toBe(422);
       expect(res.body).toEqual(refusal(field, message));

@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { DataSource } from 'typeorm';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createUser, login } from '../support/factories';
-import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
+import { ids, ISO, PAGE_KEYS, tag, LIST_QUERY_REFUSALS, refusal } from '../support/expectations';
 
 const TEMPLATE_KEYS = [
   'assets',
@@ -169,13 +169,7 @@ describe('Tenant: report templates (/api/tenant/templates, /api/tenant/my-templa
       expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
-    it.each([
-      [{ page: '0' }, 'page', M.pageBelowOne],
-      [{ page: 'a' }, 'page', M.pageNotInteger],
-      [{ unit_id: 'nope' }, 'unit_id', M.unitId],
-      [{ tenant_id: 'nope' }, 'tenant_id', M.tenantId],
-      [{ search: 'x'.repeat(256) }, 'search', M.searchTooLong],
-    ])('answers 422 for %j', async (query, field, message) => {
+    it.each(LIST_QUERY_REFUSALS)('answers 422 for %j', async (query, field, message) => {
       const c = await newClinic();
       const res = await t.http.get('/api/tenant/templates', { token: c.token1, query });
       expect(res.status).toBe(422);

@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { createTestApp, TestApp } from '../support/app';
 import { createClinic, createSuperAdminUser, createTenant, createUnit, createUser, login } from '../support/factories';
-import { ids, PAGE_KEYS, tag, LIST_QUERY_MESSAGES as M, refusal } from '../support/expectations';
+import { ids, PAGE_KEYS, tag, TENANT_LIST_QUERY_REFUSALS, refusal } from '../support/expectations';
 
 const UNIT_KEYS = ['created_at', 'id', 'is_active', 'name', 'slug', 'tenant_id', 'updated_at'];
 const NOT_DATA_URL = 'The logo must be a data URL starting with data:image/jpeg;base64, or data:image/png;base64,.';
@@ -92,12 +92,7 @@ describe('Tenant: units and settings (/api/tenant/units, /api/tenant/settings)',
       expect(p3.body).toEqual({ data: [], current_page: 3, per_page: 50, total: 51, last_page: 2, total_exact: true });
     });
 
-    it.each([
-      [{ page: '0' }, 'page', M.pageBelowOne],
-      [{ page: '1e2' }, 'page', M.pageNotInteger],
-      [{ tenant_id: 'clinic' }, 'tenant_id', M.tenantId],
-      [{ search: 'u'.repeat(256) }, 'search', M.searchTooLong],
-    ])('answers 422 for %j', async (query, field, message) => {
+    it.each(TENANT_LIST_QUERY_REFUSALS)('answers 422 for %j', async (query, field, message) => {
       const c = await createClinic(t.db, t.http);
       const res = await t.http.get('/api/tenant/units', { token: c.token1, query });
       expect(res.status).toBe(422);

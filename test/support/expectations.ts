@@ -12,14 +12,18 @@ export const tag = () => randomUUID().slice(0, 8);
 /** The ids of a page's rows, in order. */
 export const ids = (body: { data: Array<{ id: string }> }) => body.data.map((x) => x.id);
 
-/** The messages of a refused list query (page, search and the uuid filters). */
-export const LIST_QUERY_MESSAGES = {
-  pageBelowOne: 'The page field must be at least 1.',
-  pageNotInteger: 'The page field must be an integer.',
-  tenantId: 'The tenant id field must be a valid UUID.',
-  unitId: 'The unit id field must be a valid UUID.',
-  searchTooLong: 'The search field must not be greater than 255 characters.',
-};
-
 /** The contract's 422 body when one field is refused with one message. */
 export const refusal = (field: string, message: string) => ({ message, errors: { [field]: [message] } });
+
+/** Refused list queries, one field each, with the one message it gets: [query, field, message]. */
+export const LIST_QUERY_REFUSALS: Array<[Record<string, string>, string, string]> = [
+  [{ page: '0' }, 'page', 'The page field must be at least 1.'],
+  [{ page: '2x' }, 'page', 'The page field must be an integer.'],
+  [{ page: '1e2' }, 'page', 'The page field must be an integer.'],
+  [{ tenant_id: 'nope' }, 'tenant_id', 'The tenant id field must be a valid UUID.'],
+  [{ unit_id: '123' }, 'unit_id', 'The unit id field must be a valid UUID.'],
+  [{ search: 's'.repeat(256) }, 'search', 'The search field must not be greater than 255 characters.'],
+];
+
+/** The refusals of a list without the unit_id filter. */
+export const TENANT_LIST_QUERY_REFUSALS = LIST_QUERY_REFUSALS.filter(([, field]) => field !== 'unit_id');
