@@ -158,4 +158,18 @@ describe('POST /api/imgsrv/door', () => {
       }
     });
   });
+
+  it('answers 503 {message: Service unavailable.} when PostgreSQL does not answer, never 500 or an allow (the filter then refuses)', async () => {
+    const down = await createTestApp();
+    try {
+      await down.db.destroy();
+      const res = await down.http.post('/api/imgsrv/door', {
+        body: { StudyInstanceUID: `2.25.${Date.now()}`, PatientID: 'P', Sender: from('NEW_DEVICE', '10.9.9.8') },
+        headers: { 'x-webhook-secret': down.config.WEBHOOK_SECRET },
+      });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
+    } finally {
+      await down.close().catch(() => undefined);
+    }
+  }, 30_000);
 });
