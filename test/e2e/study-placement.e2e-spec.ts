@@ -141,6 +141,29 @@ describe('Study job: where a study is placed', () => {
     expect(await patientsOf(quarantine.tenant_id, patientId)).toBe(0);
   });
 
+  it('releases a quarantined study once its device is registered in a clinic, not when it is registered in quarantine itself', async () => {
+    const aet = `QREG_${process.pid}`.slice(0, 16);
+    const study = newStudy(`QREG-${imgsrvId()}`);
+    const sender = { aet, ip: '10.7.9.1' };
+    expect(await send(study, sender)).toMatchObject({ quarantined: true, untrusted: 'unknown_aet' });
+    // Registered under the quarantine tenant: the study's place does not change, so re-reading it
+    // at every reconciliation would change nothing, forever.
+    await t.db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
+      quarantine.tenant_id,
+      quarantine.unit_id,
+      aet,
+      aet,
+      sender.ip,
+    ]);
+    expect(await send(study, sender)).toMatchObject({ quarantined: true });
+    expect(await repository.quarantinedWithRegisteredDevice(10_000)).not.toContain(study.ID);
+
+    const clinic = await createTenant(t.db);
+    const unit = await createUnit(t.db, clinic.id);
+    await t.db.query(`UPDATE modalities SET tenant_id = $1, unit_id = $2 WHERE aet = $3`, [clinic.id, unit.id, aet]);
+    expect(await repository.quarantinedWithRegisteredDevice(10_000)).toContain(study.ID);
+  });
+
   describe('a deactivated clinic (ingestion never drops a study)', () => {
     let inactive: Device;
     beforeAll(async () => {
