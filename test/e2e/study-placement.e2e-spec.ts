@@ -1,5 +1,6 @@
 import { ImgsrvClient, OrthancStudy } from '../../src/imgsrv';
 import { IngestionQueue } from '../../src/ingestion/ingestion-queue.service';
+import { localDate } from '../../src/ingestion/dicom-mapping';
 import { IngestionRepository } from '../../src/ingestion/ingestion.repository';
 import { StudyJobService } from '../../src/ingestion/study-job.service';
 import { MetricsService } from '../../src/operations';
@@ -8,9 +9,10 @@ import { createTenant, createUnit } from '../support/factories';
 import { createTestApp, TestApp } from '../support/app';
 
 /**
- * Where the study job puts a study (decisions.md §2 "A device is its AE title and its address",
- * §2 "Tenant status cascade", §3 "Job"), on the real PostgreSQL, with the image server's answers
- * given: a placed study never changes clinic, a deactivated clinic still receives its studies.
+ * Where the study job puts a study and what it writes (decisions.md §2 "A device is its AE title
+ * and its address", §2 "Tenant status cascade", §3 "Job" and "Field mapping"), on the real
+ * PostgreSQL, with the image server's answers given: a placed study never changes clinic, a
+ * deactivated clinic still receives its studies, a study sent again keeps what the archive owns.
  */
 describe('Study job: where a study is placed', () => {
   let t: TestApp;
@@ -162,6 +164,42 @@ describe('Study job: where a study is placed', () => {
     const unit = await createUnit(t.db, clinic.id);
     await t.db.query(`UPDATE modalities SET tenant_id = $1, unit_id = $2 WHERE aet = $3`, [clinic.id, unit.id, aet]);
     expect(await repository.quarantinedWithRegisteredDevice(10_000)).toContain(study.ID);
+  });
+
+  it("maps a new study's fields (report_status pending) and keeps, when it is sent again, its report status and the date an undated study was first archived", async () => {
+    const study = newStudy(`MAP-${imgsrvId()}`);
+    study.MainDicomTags = { StudyInstanceUID: study.MainDicomTags.StudyInstanceUID };
+    study.PatientMainDicomTags = { ...study.PatientMainDicomTags, PatientBirthDate: '20230230', PatientSex: 'O' };
+    await send(study, clinicA);
+    const fields = async () =>
+      (
+        await t.db.query(
+          `SELECT to_char(study_date, 'YYYY-MM-DD') AS study_date, patient_birth_date, patient_sex, report_status,
+                  reported_at IS NOT NULL AS reported
+             FROM studies WHERE imgsrv_study_id = $1`,
+          [study.ID],
+        )
+      )[0];
+    expect(await fields()).toEqual({
+      study_date: localDate(),
+      patient_birth_date: null,
+      patient_sex: null,
+      report_status: 'pending',
+      reported: false,
+    });
+
+    // Reported, and first archived on an earlier day: sending it again changes neither.
+    await t.db.query(
+      `UPDATE studies SET report_status = 'final', reported_at = now(), study_date = '2020-02-02' WHERE imgsrv_study_id = $1`,
+      [study.ID],
+    );
+    await send(study, clinicA);
+    expect(await fields()).toMatchObject({ study_date: '2020-02-02', report_status: 'final', reported: true });
+
+    // A study date it now carries is taken.
+    study.MainDicomTags.StudyDate = '20240301';
+    await send(study, clinicA);
+    expect(await fields()).toMatchObject({ study_date: '2024-03-01', report_status: 'final' });
   });
 
   describe('a deactivated clinic (ingestion never drops a study)', () => {
