@@ -5,7 +5,7 @@ import { IngestionRepository } from '../../src/ingestion/ingestion.repository';
 import { StudyJobService } from '../../src/ingestion/study-job.service';
 import { MetricsService } from '../../src/operations';
 import { dicomUid, imgsrvId } from '../support/clinical-factories';
-import { createTenant, createUnit } from '../support/factories';
+import { createModality, createTenant, createUnit } from '../support/factories';
 import { createTestApp, TestApp } from '../support/app';
 
 /**
@@ -35,13 +35,7 @@ describe('Study job: where a study is placed', () => {
     if (options.active === false) await t.db.query(`UPDATE units SET is_active = false WHERE id = $1`, [unit.id]);
     const aet = `PLACE${++devices}_${process.pid}`.slice(0, 16);
     const ip = `10.7.0.${devices}`;
-    await t.db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
-      tenant.id,
-      unit.id,
-      aet,
-      aet,
-      ip,
-    ]);
+    await createModality(t.db, { tenant_id: tenant.id, unit_id: unit.id, aet, ip_address: ip });
     return { tenant: tenant.id, unit: unit.id, aet, ip };
   }
 
@@ -150,13 +144,7 @@ describe('Study job: where a study is placed', () => {
     expect(await send(study, sender)).toMatchObject({ quarantined: true, untrusted: 'unknown_aet' });
     // Registered under the quarantine tenant: the study's place does not change, so re-reading it
     // at every reconciliation would change nothing, forever.
-    await t.db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
-      quarantine.tenant_id,
-      quarantine.unit_id,
-      aet,
-      aet,
-      sender.ip,
-    ]);
+    await createModality(t.db, { ...quarantine, aet, ip_address: sender.ip });
     expect(await send(study, sender)).toMatchObject({ quarantined: true });
     expect(await repository.quarantinedWithRegisteredDevice(10_000)).not.toContain(study.ID);
 

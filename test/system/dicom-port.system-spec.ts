@@ -9,7 +9,7 @@ import { promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
-import { basicAuth, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
+import { OrthancInstance, startOrthanc, storeOverRest } from '../../scripts/stack/orthanc';
 
 jest.setTimeout(60_000);
 
@@ -44,15 +44,8 @@ describe("the image server's DICOM port answers no query and no retrieve", () =>
       studyDate: '20240115',
       series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 16, columns: 16 }],
     });
-    // Stored as the service stores (its REST account): the archive holds a study a device could ask for.
-    for (const file of study.files) {
-      const response = await fetch(`${orthanc.url}/instances`, {
-        method: 'POST',
-        headers: { Authorization: basicAuth(orthanc.username, orthanc.password), 'Content-Type': 'application/dicom' },
-        body: await fs.readFile(file),
-      });
-      expect(response.status).toBe(200);
-    }
+    // Stored as the service stores: the archive holds a study a device could ask for.
+    await storeOverRest(orthanc, study.files);
   });
 
   afterAll(async () => {
