@@ -388,15 +388,17 @@ export class IngestionRepository {
   /**
    * Quarantined studies whose device (AE title and address) has been registered since: they can move
    * to its tenant. Also those whose address was never read (NULL, kept before addresses were): their
-   * job reads it, once. The senders are few, so they are matched in code, by the one address rule
-   * (sameAddress: spellings differ, e.g. `::ffff:10.0.0.5` for `10.0.0.5`), then their studies read.
+   * job reads it, once. A device registered in the quarantine tenant itself releases nothing: its
+   * studies would stay where they are, queued again at every run. The senders are few, so they are
+   * matched in code, by the one address rule (sameAddress: spellings differ, e.g. `::ffff:10.0.0.5`
+   * for `10.0.0.5`), then their studies read.
    */
   async quarantinedWithRegisteredDevice(limit: number): Promise<string[]> {
     const quarantine = await this.quarantinePlacement();
     const senders: Array<{ remote_aet: string; remote_ip: string | null; ip_address: string }> = await this.db.query(
       `SELECT DISTINCT y.remote_aet, y.remote_ip, m.ip_address FROM studies s
        JOIN imgsrv_study_sync y ON y.imgsrv_study_id = s.imgsrv_study_id
-       JOIN modalities m ON m.aet = y.remote_aet
+       JOIN modalities m ON m.aet = y.remote_aet AND m.tenant_id <> $1
        WHERE s.tenant_id = $1`,
       [quarantine.tenant_id],
     );

@@ -1,6 +1,6 @@
 import { MetricsService } from '../../src/operations';
 import { createStudy } from '../support/clinical-factories';
-import { createTenant, createUnit } from '../support/factories';
+import { createModality, createTenant, createUnit } from '../support/factories';
 import { createTestApp, TestApp } from '../support/app';
 
 /** POST /api/imgsrv/door: the image server's question for each instance a device sends (docs/dicom-door.md). */
@@ -16,13 +16,7 @@ describe('POST /api/imgsrv/door', () => {
     const register = async (aet: string, ip: string) => {
       const tenant = await createTenant(t.db);
       const unit = await createUnit(t.db, tenant.id);
-      await t.db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
-        tenant.id,
-        unit.id,
-        aet,
-        aet,
-        ip,
-      ]);
+      await createModality(t.db, { tenant_id: tenant.id, unit_id: unit.id, aet, ip_address: ip });
       return { tenant: tenant.id, unit: unit.id };
     };
     const a = await register(`DOOR_A_${process.pid}`.slice(0, 16), '10.1.0.1');
@@ -158,4 +152,18 @@ describe('POST /api/imgsrv/door', () => {
       }
     });
   });
+
+  it('answers 503 {message: Service unavailable.} when PostgreSQL does not answer, never 500 or an allow (the filter then refuses)', async () => {
+    const down = await createTestApp();
+    try {
+      await down.db.destroy();
+      const res = await down.http.post('/api/imgsrv/door', {
+        body: { StudyInstanceUID: `2.25.${Date.now()}`, PatientID: 'P', Sender: from('NEW_DEVICE', '10.9.9.8') },
+        headers: { 'x-webhook-secret': down.config.WEBHOOK_SECRET },
+      });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
+    } finally {
+      await down.close().catch(() => undefined);
+    }
+  }, 30_000);
 });

@@ -276,6 +276,28 @@ describe('POST /api/imgsrv/webhook', () => {
   });
 });
 
+describe('POST /api/imgsrv/webhook while the queue (Redis) is down', () => {
+  let t: TestApp;
+  afterAll(() => t?.close().catch(() => undefined));
+
+  it('answers 503 {message: Service unavailable.} at once, never 500 (the reconciliation queues the study later)', async () => {
+    t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1' });
+    const started = Date.now();
+    const res = await t.http.post('/api/imgsrv/webhook', {
+      body: { ID: newStudyId() },
+      headers: { 'x-webhook-secret': t.config.WEBHOOK_SECRET },
+    });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { message: 'Service unavailable.' } });
+    // Orthanc's Lua callbacks wait on this answer (HttpTimeout 10 s): it must not hang.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const stranger = await t.http.post('/api/imgsrv/webhook', {
+      body: { ID: newStudyId() },
+      headers: { 'x-webhook-secret': 'x' },
+    });
+    expect({ status: stranger.status, body: stranger.body }).toEqual({ status: 401, body: { error: 'Unauthorized' } });
+  }, 30_000);
+});
+
 /** Plays the worker: takes the next waiting job (it becomes active and locked), which must be `jobId`. */
 async function takeJob(queue: Queue, jobId: string | number) {
   const job = await queue.getNextJob();

@@ -50,6 +50,20 @@ export async function createUnit(db: DataSource, tenantId: string, values: Parti
   return row;
 }
 
+/** A registered DICOM device (modalities.aet is stored trimmed and uppercased, as the admin API does). */
+export async function createModality(
+  db: DataSource,
+  values: { tenant_id: string; unit_id: string; aet: string; ip_address: string; name?: string },
+): Promise<void> {
+  await db.query(`INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, $5)`, [
+    values.tenant_id,
+    values.unit_id,
+    values.name ?? values.aet,
+    values.aet.trim().toUpperCase(),
+    values.ip_address,
+  ]);
+}
+
 export async function createUser(db: DataSource, values: Partial<UserRow> & { signature?: string } = {}): Promise<UserRow> {
   const u = unique();
   const [row] = await db.query(
