@@ -131,6 +131,21 @@ describe('loadConfig', () => {
     expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
   });
 
+  it('reads TRUST_PROXY as addresses and CIDR ranges of both families', () => {
+    expect(load({ TRUST_PROXY: '10.0.0.0/8,::1, fd00::/64' }).trustProxy).toEqual(['10.0.0.0/8', '::1', 'fd00::/64']);
+  });
+
+  // Before: accepted here, then the API died at start on Fastify's "invalid IP address: abc" (the
+  // worker ran on), or read "1,2" as the addresses 0.0.0.1 and 0.0.0.2.
+  it.each(['abc', '1,2', '10.0.0.1 10.0.0.2', '10.0.0.0/33', '::1/129', '10.0.0.1,', 'fe80::1%eth0'])(
+    'refuses TRUST_PROXY=%s, naming it, at configuration time',
+    (value) => {
+      expect(() => load({ TRUST_PROXY: value })).toThrow(
+        `TRUST_PROXY=${JSON.stringify(value)}: TRUST_PROXY must be off, a hop count or a list of proxy addresses`,
+      );
+    },
+  );
+
   it('refuses TRUST_PROXY=true: a client would set its own address with X-Forwarded-For', () => {
     expect(() => load({ TRUST_PROXY: 'true' })).toThrow(
       /TRUST_PROXY="true": TRUST_PROXY must be off, a hop count or a list of proxy addresses/,

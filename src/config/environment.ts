@@ -11,7 +11,9 @@ import {
   Min,
   MinLength,
   validateSync,
+  ValidateBy,
 } from 'class-validator';
+import { isIP } from 'net';
 import { loadOrCreateLocalSecrets, LocalSecrets, localSecretsFile } from './local-secrets';
 
 const toBoolean = ({ value }: { value: unknown }) => {
@@ -21,6 +23,21 @@ const toBoolean = ({ value }: { value: unknown }) => {
   if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
   return value;
 };
+
+/**
+ * off, a hop count, or addresses and CIDR ranges, each checked here: Fastify would otherwise stop
+ * the API at start with its own message (the worker running on), or read "1" as 0.0.0.1.
+ */
+function isTrustProxy(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  if (/^(off|false|\d+)$/.test(value.trim())) return true;
+  return value.split(',').every((entry) => {
+    const [address, bits, ...rest] = entry.trim().split('/');
+    const family = address.includes('%') ? 0 : isIP(address);
+    if (family === 0 || rest.length > 0) return false;
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+}
 
 const ORIGIN = String.raw`\s*https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?\/?\s*`;
 const CORS_ORIGINS_PATTERN = new RegExp(`^(?:${ORIGIN}(?:,${ORIGIN})*)?$`);
@@ -100,8 +117,12 @@ export class EnvironmentVariables {
    * off (default), a hop count, or a comma-separated list of proxy addresses/CIDRs. Not "trust
    * every hop": a client's own X-Forwarded-For would then set its address, past the login limit.
    */
-  @Matches(/^(off|false|\d+|[0-9a-fA-F:.,/\s]+)$/, {
-    message: 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+  @ValidateBy({
+    name: 'isTrustProxy',
+    validator: {
+      validate: isTrustProxy,
+      defaultMessage: () => 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+    },
   })
   TRUST_PROXY = 'off';
 
