@@ -111,6 +111,21 @@ describe('loadConfig', () => {
     expect(message).toMatch(/JWT_TTL="-1"/);
   });
 
+  // Number() read a blank PORT as 0 (a random port), "0x50" as 80 and "1e3" as 1000.
+  it.each([
+    ['PORT', ' '],
+    ['PORT', '0x50'],
+    ['JWT_TTL', '1e3'],
+    ['VIEWER_TOKEN_TTL', '600.0'],
+    ['WORKER_CONCURRENCY', '+2'],
+  ])('refuses %s=%j: a number is written in decimal digits', (name, value) => {
+    expect(() => load({ [name]: value })).toThrow(`${name}=${JSON.stringify(value)}: ${name} must be an integer number`);
+  });
+
+  it('reads a number written with spaces around it', () => {
+    expect(load({ PORT: ' 8080 ', JWT_TTL: '60' })).toMatchObject({ PORT: 8080, JWT_TTL: 60 });
+  });
+
   it('requires JWT_SECRET and WEBHOOK_SECRET in production', () => {
     expect(() => load({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
     expect(() => statSync(file)).toThrow(/ENOENT/);

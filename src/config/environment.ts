@@ -24,6 +24,10 @@ const toBoolean = ({ value }: { value: unknown }) => {
   return value;
 };
 
+/** A whole number in decimal digits; anything else stays text and fails @IsInt (Number() read " " as 0). */
+const toInteger = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+
 /**
  * off, a hop count, or addresses and CIDR ranges, each checked here: Fastify would otherwise stop
  * the API at start with its own message (the worker running on), or read "1" as 0.0.0.1.
@@ -47,7 +51,7 @@ export class EnvironmentVariables {
   @IsIn(['development', 'production', 'test'])
   NODE_ENV: 'development' | 'production' | 'test' = 'development';
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   @Max(65535)
@@ -88,17 +92,17 @@ export class EnvironmentVariables {
   @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'QUEUE_PREFIX must be 1-64 characters of A-Z a-z 0-9 : _ -' })
   QUEUE_PREFIX = 'pacs';
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   JWT_TTL = 3600;
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   JWT_REFRESH_TTL = 20160;
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   VIEWER_TOKEN_TTL = 600;
@@ -108,7 +112,7 @@ export class EnvironmentVariables {
    * another unit's or clinic's); past it, every request of that credential is refused until the
    * minute is over. A viewer names only what it was given, so refusals are rare in real use.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   VIEWER_REFUSED_UIDS_PER_MINUTE = 30;
@@ -144,7 +148,7 @@ export class EnvironmentVariables {
    * request whose statement is cancelled answers 503. Without it, a count whose client had given up
    * kept a connection busy for minutes. Migrations run without it.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   DATABASE_STATEMENT_TIMEOUT = 30_000;
@@ -156,7 +160,7 @@ export class EnvironmentVariables {
    * each. Counting "a san" in a 600,000-study clinic took 3,986 ms with 4 MB, 206-216 ms with 32 MB
    * (at 1,000,000 studies). It bounds each sort or bitmap of a statement, not the connection.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   @Max(2048)
@@ -178,13 +182,13 @@ export class EnvironmentVariables {
   METRICS_TOKEN = '';
 
   /** How often the worker reconciles Orthanc's change feed, in seconds (0 disables it). */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   RECONCILE_INTERVAL = 60;
 
   /** Jobs a worker process runs at once, per queue (study, index, report-filing). */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   @Max(64)
