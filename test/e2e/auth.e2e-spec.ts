@@ -382,5 +382,16 @@ describe('Session: login, logout, refresh, me', () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ message: 'Not found.' });
     });
+
+    // The contract names no answer for a method a route does not take: the route does not exist.
+    it.each([
+      ['DELETE', '/api/login'],
+      ['GET', '/api/logout'],
+      ['POST', '/api/health'],
+      ['PUT', '/api/studies'],
+    ] as const)('answers 404 with a message to %s %s, a method the route does not take', async (method, url) => {
+      const res = await t.http.request(method, url, { body: {} });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { message: 'Not found.' } });
+    });
   });
 });
