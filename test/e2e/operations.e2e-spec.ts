@@ -69,6 +69,29 @@ describe('Operations: health, API docs, CLI', () => {
     }
   });
 
+  // Each entry point catches the configuration's error: its message alone, one line per bad variable.
+  it.each([
+    ['the API', 'src/main.ts'],
+    ['the worker', 'src/worker.ts'],
+    ['the CLI', 'src/cli.ts', 'create-super-admin', '--email', 'a@example.test', '--password', 'a-long-one', '--name', 'A'],
+  ])(
+    'stops %s on an invalid configuration, exit 1, naming every bad variable without a stack',
+    async (_name, ...args) => {
+      const result = await run('npx', ['ts-node', '--transpile-only', ...args], {
+        cwd: `${__dirname}/../..`,
+        env: { ...process.env, PORT: 'eighty', TRUST_PROXY: '10.0.0.1 10.0.0.2' },
+        timeout: 60_000,
+      }).catch((error) => error);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^Invalid configuration:\n {2}PORT="eighty": /);
+      expect(result.stderr).toContain(
+        '\n  TRUST_PROXY="10.0.0.1 10.0.0.2": TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+      );
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    },
+    90_000,
+  );
+
   describe('npm run cli -- create-super-admin', () => {
     const cli = (...args: string[]) =>
       run('npx', ['ts-node', '--transpile-only', 'src/cli.ts', 'create-super-admin', ...args], {
