@@ -126,6 +126,32 @@ describe('loadConfig', () => {
     expect(load({ PORT: ' 8080 ', JWT_TTL: '60' })).toMatchObject({ PORT: 8080, JWT_TTL: 60 });
   });
 
+  it('never prints a secret in its message: a secret by its length, a URL without its password', () => {
+    const env = {
+      JWT_SECRET: 'short-but-real-secret',
+      WEBHOOK_SECRET: 'tiny-secret',
+      METRICS_TOKEN: 'a token',
+      DATABASE_URL: 'mysql://pacs:db-pass-123@db/pacs',
+      REDIS_URL: 'http://:redis-pass-456@redis:6379',
+    };
+    const message = (() => {
+      try {
+        load(env);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toContain('\n  JWT_SECRET=(21 characters, not shown): JWT_SECRET must be at least 32 characters');
+    expect(message).toContain('\n  WEBHOOK_SECRET=(11 characters, not shown): WEBHOOK_SECRET must be at least 16 characters');
+    expect(message).toContain('\n  METRICS_TOKEN=(7 characters, not shown): METRICS_TOKEN must be empty or at least 16');
+    expect(message).toContain('\n  DATABASE_URL="mysql://pacs:(not shown)@db/pacs": DATABASE_URL must be a postgres:// URL');
+    expect(message).toContain('\n  REDIS_URL="http://:(not shown)@redis:6379": REDIS_URL must be a redis:// URL');
+    for (const secret of Object.values(env).slice(0, 3).concat('db-pass-123', 'redis-pass-456')) {
+      expect(message).not.toContain(secret);
+    }
+  });
+
   it('requires JWT_SECRET and WEBHOOK_SECRET in production', () => {
     expect(() => load({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
     expect(() => statSync(file)).toThrow(/ENOENT/);

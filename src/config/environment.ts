@@ -240,6 +240,15 @@ function secretsOf(
   };
 }
 
+/** Never printed, even when refused: a secret too short may still be a real one. */
+const SECRET_VARIABLES = new Set(['JWT_SECRET', 'WEBHOOK_SECRET', 'METRICS_TOKEN', 'IMGSRV_PASSWORD']);
+
+/** A refused value as the error shows it (stderr, a container's log): a secret by its length, a URL without its password. */
+function shown(name: string, value: string): string {
+  if (SECRET_VARIABLES.has(name)) return `(${value.length} characters, not shown)`;
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/]*@/i, '$1(not shown)@'));
+}
+
 /**
  * Reads and validates the environment once. Throws a ConfigError whose message names every bad
  * variable, one per line, so the process can stop with a clear message.
@@ -259,7 +268,7 @@ export function loadConfig(
   const parsed = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
   const problems = validateSync(parsed, { skipMissingProperties: false }).flatMap((error) =>
     Object.values(error.constraints ?? {}).map(
-      (message) => `${error.property}=${JSON.stringify(raw[error.property] ?? '')}: ${message}`,
+      (message) => `${error.property}=${shown(error.property, raw[error.property] ?? '')}: ${message}`,
     ),
   );
   if (parsed.NODE_ENV === 'production') {
