@@ -152,6 +152,14 @@ describe('loadConfig', () => {
     }
   });
 
+  it('says of a value that is not a number only that, not that it is out of range', () => {
+    expect(() => load({ PORT: 'eighty', JWT_TTL: '-1' })).toThrow(
+      new ConfigError(
+        'Invalid configuration:\n  PORT="eighty": PORT must be an integer number\n  JWT_TTL="-1": JWT_TTL must not be less than 1',
+      ),
+    );
+  });
+
   it('requires JWT_SECRET and WEBHOOK_SECRET in production', () => {
     expect(() => load({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
     expect(() => statSync(file)).toThrow(/ENOENT/);

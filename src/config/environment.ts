@@ -267,7 +267,8 @@ export function loadConfig(
   }
   const parsed = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
   const problems = validateSync(parsed, { skipMissingProperties: false }).flatMap((error) =>
-    Object.values(error.constraints ?? {}).map(
+    // Text where a number belongs fails the range checks too: that it is no number is the one thing to say.
+    (error.constraints?.isInt ? [error.constraints.isInt] : Object.values(error.constraints ?? {})).map(
       (message) => `${error.property}=${shown(error.property, raw[error.property] ?? '')}: ${message}`,
     ),
   );
