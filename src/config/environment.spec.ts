@@ -111,6 +111,55 @@ describe('loadConfig', () => {
     expect(message).toMatch(/JWT_TTL="-1"/);
   });
 
+  // Number() read a blank PORT as 0 (a random port), "0x50" as 80 and "1e3" as 1000.
+  it.each([
+    ['PORT', ' '],
+    ['PORT', '0x50'],
+    ['JWT_TTL', '1e3'],
+    ['VIEWER_TOKEN_TTL', '600.0'],
+    ['WORKER_CONCURRENCY', '+2'],
+  ])('refuses %s=%j: a number is written in decimal digits', (name, value) => {
+    expect(() => load({ [name]: value })).toThrow(`${name}=${JSON.stringify(value)}: ${name} must be an integer number`);
+  });
+
+  it('reads a number written with spaces around it', () => {
+    expect(load({ PORT: ' 8080 ', JWT_TTL: '60' })).toMatchObject({ PORT: 8080, JWT_TTL: 60 });
+  });
+
+  it('never prints a secret in its message: a secret by its length, a URL without its password', () => {
+    const env = {
+      JWT_SECRET: 'short-but-real-secret',
+      WEBHOOK_SECRET: 'tiny-secret',
+      METRICS_TOKEN: 'a token',
+      DATABASE_URL: 'mysql://pacs:db-pass-123@db/pacs',
+      REDIS_URL: 'http://:redis-pass-456@redis:6379',
+    };
+    const message = (() => {
+      try {
+        load(env);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toContain('\n  JWT_SECRET=(21 characters, not shown): JWT_SECRET must be at least 32 characters');
+    expect(message).toContain('\n  WEBHOOK_SECRET=(11 characters, not shown): WEBHOOK_SECRET must be at least 16 characters');
+    expect(message).toContain('\n  METRICS_TOKEN=(7 characters, not shown): METRICS_TOKEN must be empty or at least 16');
+    expect(message).toContain('\n  DATABASE_URL="mysql://pacs:(not shown)@db/pacs": DATABASE_URL must be a postgres:// URL');
+    expect(message).toContain('\n  REDIS_URL="http://:(not shown)@redis:6379": REDIS_URL must be a redis:// URL');
+    for (const secret of Object.values(env).slice(0, 3).concat('db-pass-123', 'redis-pass-456')) {
+      expect(message).not.toContain(secret);
+    }
+  });
+
+  it('says of a value that is not a number only that, not that it is out of range', () => {
+    expect(() => load({ PORT: 'eighty', JWT_TTL: '-1' })).toThrow(
+      new ConfigError(
+        'Invalid configuration:\n  PORT="eighty": PORT must be an integer number\n  JWT_TTL="-1": JWT_TTL must not be less than 1',
+      ),
+    );
+  });
+
   it('requires JWT_SECRET and WEBHOOK_SECRET in production', () => {
     expect(() => load({ NODE_ENV: 'production' })).toThrow(/JWT_SECRET is required[\s\S]*WEBHOOK_SECRET is required/);
     expect(() => statSync(file)).toThrow(/ENOENT/);
@@ -130,6 +179,21 @@ describe('loadConfig', () => {
   ])('reads TRUST_PROXY=%s', (value, expected) => {
     expect(load({ TRUST_PROXY: value }).trustProxy).toEqual(expected);
   });
+
+  it('reads TRUST_PROXY as addresses and CIDR ranges of both families', () => {
+    expect(load({ TRUST_PROXY: '10.0.0.0/8,::1, fd00::/64' }).trustProxy).toEqual(['10.0.0.0/8', '::1', 'fd00::/64']);
+  });
+
+  // Before: accepted here, then the API died at start on Fastify's "invalid IP address: abc" (the
+  // worker ran on), or read "1,2" as the addresses 0.0.0.1 and 0.0.0.2.
+  it.each(['abc', '1,2', '10.0.0.1 10.0.0.2', '10.0.0.0/33', '::1/129', '10.0.0.1,', 'fe80::1%eth0'])(
+    'refuses TRUST_PROXY=%s, naming it, at configuration time',
+    (value) => {
+      expect(() => load({ TRUST_PROXY: value })).toThrow(
+        `TRUST_PROXY=${JSON.stringify(value)}: TRUST_PROXY must be off, a hop count or a list of proxy addresses`,
+      );
+    },
+  );
 
   it('refuses TRUST_PROXY=true: a client would set its own address with X-Forwarded-For', () => {
     expect(() => load({ TRUST_PROXY: 'true' })).toThrow(

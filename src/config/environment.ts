@@ -11,7 +11,9 @@ import {
   Min,
   MinLength,
   validateSync,
+  ValidateBy,
 } from 'class-validator';
+import { isIP } from 'net';
 import { loadOrCreateLocalSecrets, LocalSecrets, localSecretsFile } from './local-secrets';
 
 const toBoolean = ({ value }: { value: unknown }) => {
@@ -22,6 +24,25 @@ const toBoolean = ({ value }: { value: unknown }) => {
   return value;
 };
 
+/** A whole number in decimal digits; anything else stays text and fails @IsInt (Number() read " " as 0). */
+const toInteger = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+
+/**
+ * off, a hop count, or addresses and CIDR ranges, each checked here: Fastify would otherwise stop
+ * the API at start with its own message (the worker running on), or read "1" as 0.0.0.1.
+ */
+function isTrustProxy(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  if (/^(off|false|\d+)$/.test(value.trim())) return true;
+  return value.split(',').every((entry) => {
+    const [address, bits, ...rest] = entry.trim().split('/');
+    const family = address.includes('%') ? 0 : isIP(address);
+    if (family === 0 || rest.length > 0) return false;
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+}
+
 const ORIGIN = String.raw`\s*https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?\/?\s*`;
 const CORS_ORIGINS_PATTERN = new RegExp(`^(?:${ORIGIN}(?:,${ORIGIN})*)?$`);
 
@@ -30,7 +51,7 @@ export class EnvironmentVariables {
   @IsIn(['development', 'production', 'test'])
   NODE_ENV: 'development' | 'production' | 'test' = 'development';
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   @Max(65535)
@@ -71,17 +92,17 @@ export class EnvironmentVariables {
   @Matches(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'QUEUE_PREFIX must be 1-64 characters of A-Z a-z 0-9 : _ -' })
   QUEUE_PREFIX = 'pacs';
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   JWT_TTL = 3600;
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   JWT_REFRESH_TTL = 20160;
 
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   VIEWER_TOKEN_TTL = 600;
@@ -91,7 +112,7 @@ export class EnvironmentVariables {
    * another unit's or clinic's); past it, every request of that credential is refused until the
    * minute is over. A viewer names only what it was given, so refusals are rare in real use.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   VIEWER_REFUSED_UIDS_PER_MINUTE = 30;
@@ -100,8 +121,12 @@ export class EnvironmentVariables {
    * off (default), a hop count, or a comma-separated list of proxy addresses/CIDRs. Not "trust
    * every hop": a client's own X-Forwarded-For would then set its address, past the login limit.
    */
-  @Matches(/^(off|false|\d+|[0-9a-fA-F:.,/\s]+)$/, {
-    message: 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+  @ValidateBy({
+    name: 'isTrustProxy',
+    validator: {
+      validate: isTrustProxy,
+      defaultMessage: () => 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+    },
   })
   TRUST_PROXY = 'off';
 
@@ -123,7 +148,7 @@ export class EnvironmentVariables {
    * request whose statement is cancelled answers 503. Without it, a count whose client had given up
    * kept a connection busy for minutes. Migrations run without it.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   DATABASE_STATEMENT_TIMEOUT = 30_000;
@@ -135,7 +160,7 @@ export class EnvironmentVariables {
    * each. Counting "a san" in a 600,000-study clinic took 3,986 ms with 4 MB, 206-216 ms with 32 MB
    * (at 1,000,000 studies). It bounds each sort or bitmap of a statement, not the connection.
    */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   @Max(2048)
@@ -157,13 +182,13 @@ export class EnvironmentVariables {
   METRICS_TOKEN = '';
 
   /** How often the worker reconciles Orthanc's change feed, in seconds (0 disables it). */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(0)
   RECONCILE_INTERVAL = 60;
 
   /** Jobs a worker process runs at once, per queue (study, index, report-filing). */
-  @Transform(({ value }) => Number(value))
+  @Transform(toInteger)
   @IsInt()
   @Min(1)
   @Max(64)
@@ -215,6 +240,15 @@ function secretsOf(
   };
 }
 
+/** Never printed, even when refused: a secret too short may still be a real one. */
+const SECRET_VARIABLES = new Set(['JWT_SECRET', 'WEBHOOK_SECRET', 'METRICS_TOKEN', 'IMGSRV_PASSWORD']);
+
+/** A refused value as the error shows it (stderr, a container's log): a secret by its length, a URL without its password. */
+function shown(name: string, value: string): string {
+  if (SECRET_VARIABLES.has(name)) return `(${value.length} characters, not shown)`;
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/]*@/i, '$1(not shown)@'));
+}
+
 /**
  * Reads and validates the environment once. Throws a ConfigError whose message names every bad
  * variable, one per line, so the process can stop with a clear message.
@@ -233,8 +267,9 @@ export function loadConfig(
   }
   const parsed = plainToInstance(EnvironmentVariables, raw, { exposeDefaultValues: true });
   const problems = validateSync(parsed, { skipMissingProperties: false }).flatMap((error) =>
-    Object.values(error.constraints ?? {}).map(
-      (message) => `${error.property}=${JSON.stringify(raw[error.property] ?? '')}: ${message}`,
+    // Text where a number belongs fails the range checks too: that it is no number is the one thing to say.
+    (error.constraints?.isInt ? [error.constraints.isInt] : Object.values(error.constraints ?? {})).map(
+      (message) => `${error.property}=${shown(error.property, raw[error.property] ?? '')}: ${message}`,
     ),
   );
   if (parsed.NODE_ENV === 'production') {

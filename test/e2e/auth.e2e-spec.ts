@@ -162,6 +162,21 @@ describe('Session: login, logout, refresh, me', () => {
       ).toBe(401);
       // Each unknown email costs a full cost-12 verification (constant-cost login).
     }, 60_000);
+
+    it('counts by the connection address while TRUST_PROXY is off: a forged X-Forwarded-For does not dodge the limit', async () => {
+      const attempt = (i: number) =>
+        t.http.post('/api/login', {
+          ip: '192.0.2.79',
+          headers: { 'x-forwarded-for': `198.51.100.${i + 1}` },
+          body: { email: 'x@example.test', password: 'wrong-one' },
+        });
+      const statuses: number[] = [];
+      for (let i = 0; i < 10; i++) statuses.push((await attempt(i)).status);
+      expect(statuses).toEqual(Array(10).fill(401));
+      const res = await attempt(10);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 429, body: { message: 'Too Many Attempts.' } });
+      expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+    }, 60_000);
   });
 
   describe('GET /api/me', () => {
@@ -366,6 +381,17 @@ describe('Session: login, logout, refresh, me', () => {
       const res = await t.http.get('/api/does-not-exist');
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ message: 'Not found.' });
+    });
+
+    // The contract names no answer for a method a route does not take: the route does not exist.
+    it.each([
+      ['DELETE', '/api/login'],
+      ['GET', '/api/logout'],
+      ['POST', '/api/health'],
+      ['PUT', '/api/studies'],
+    ] as const)('answers 404 with a message to %s %s, a method the route does not take', async (method, url) => {
+      const res = await t.http.request(method, url, { body: {} });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { message: 'Not found.' } });
     });
   });
 });

@@ -1,7 +1,9 @@
 import { execFile } from 'child_process';
+import Redis from 'ioredis';
 import { promisify } from 'util';
 import { createTestApp, TestApp } from '../support/app';
-import { login } from '../support/factories';
+import { createStudy, imgsrvId } from '../support/clinical-factories';
+import { createClinic, login } from '../support/factories';
 
 const run = promisify(execFile);
 
@@ -41,6 +43,54 @@ describe('Operations: health, API docs, CLI', () => {
     const echoed = await t.http.get('/api/health', { headers: { 'x-request-id': 'trace-123' } });
     expect(echoed.headers['x-request-id']).toBe('trace-123');
   });
+
+  it('keeps its Redis keys under QUEUE_PREFIX: rate limits, blacklist, viewer tokens and queues', async () => {
+    const prefix = t.config.QUEUE_PREFIX;
+    // Without a key prefix of its own: the keys as Redis holds them.
+    const redis = new Redis(t.config.REDIS_URL);
+    try {
+      const clinic = await createClinic(t.db, t.http);
+      const study = await createStudy(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const viewer = await t.http.post('/api/viewer/token', { token: clinic.token1, body: { study_id: study.id } });
+      const { jti } = JSON.parse(Buffer.from(clinic.token2.split('.')[1], 'base64url').toString());
+      expect((await t.http.post('/api/logout', { token: clinic.token2 })).status).toBe(200);
+      const webhook = await t.http.post('/api/imgsrv/webhook', {
+        headers: { 'x-webhook-secret': t.config.WEBHOOK_SECRET },
+        body: { ID: imgsrvId() },
+      });
+      expect(webhook.status).toBe(200);
+
+      expect(await redis.keys(`*blacklist:${jti}`)).toEqual([`${prefix}:blacklist:${jti}`]);
+      expect(await redis.keys(`*viewer:${viewer.body.token}`)).toEqual([`${prefix}:viewer:${viewer.body.token}`]);
+      expect(await redis.keys(`${prefix}:throttle:*`)).not.toEqual([]);
+      expect(await redis.keys(`${prefix}:bull:study:*`)).not.toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  // Each entry point catches the configuration's error: its message alone, one line per bad variable.
+  it.each([
+    ['the API', 'src/main.ts'],
+    ['the worker', 'src/worker.ts'],
+    ['the CLI', 'src/cli.ts', 'create-super-admin', '--email', 'a@example.test', '--password', 'a-long-one', '--name', 'A'],
+  ])(
+    'stops %s on an invalid configuration, exit 1, naming every bad variable without a stack',
+    async (_name, ...args) => {
+      const result = await run('npx', ['ts-node', '--transpile-only', ...args], {
+        cwd: `${__dirname}/../..`,
+        env: { ...process.env, PORT: 'eighty', TRUST_PROXY: '10.0.0.1 10.0.0.2' },
+        timeout: 60_000,
+      }).catch((error) => error);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^Invalid configuration:\n {2}PORT="eighty": /);
+      expect(result.stderr).toContain(
+        '\n  TRUST_PROXY="10.0.0.1 10.0.0.2": TRUST_PROXY must be off, a hop count or a list of proxy addresses',
+      );
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    },
+    90_000,
+  );
 
   describe('npm run cli -- create-super-admin', () => {
     const cli = (...args: string[]) =>

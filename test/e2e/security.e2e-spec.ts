@@ -222,6 +222,20 @@ describe('Hardening: headers, size limits, JWT algorithm, error bodies', () => {
       expect(res.body).toEqual({ message: 'Payload too large.' });
     });
 
+    it('reads a body of exactly 10 MiB, and refuses one byte more with 413', async () => {
+      const sized = (bytes: number) => {
+        const head = '{"email":"a@b.c","password":"wrong-password","pad":"';
+        return `${head}${'x'.repeat(bytes - head.length - 2)}"}`;
+      };
+      const post = async (raw: string) => {
+        const res = await client.post('/api/login', { raw, headers: { 'content-type': 'application/json' } });
+        return { status: res.status, body: res.body };
+      };
+      expect(sized(10 * 1024 * 1024)).toHaveLength(10 * 1024 * 1024);
+      expect(await post(sized(10 * 1024 * 1024))).toEqual({ status: 401, body: { error: 'Credenciais inválidas.' } });
+      expect(await post(sized(10 * 1024 * 1024 + 1))).toEqual({ status: 413, body: { message: 'Payload too large.' } });
+    });
+
     it('answers 431 with a JSON body to request headers over 16 KiB on a real socket, and keeps serving', async () => {
       await app.listen(0, '127.0.0.1');
       const { port } = app.getHttpServer().address() as AddressInfo;
