@@ -131,7 +131,7 @@ describe('loadConfig', () => {
       JWT_SECRET: 'short-but-real-secret',
       WEBHOOK_SECRET: 'tiny-secret',
       METRICS_TOKEN: 'a token',
-      DATABASE_URL: 'mysql://pacs:db-pass-123@db/pacs',
+      DATABASE_URL: 'mysql://pacs:db/p@ss-123@db/pacs',
       REDIS_URL: 'http://:redis-pass-456@redis:6379',
     };
     const message = (() => {
@@ -147,7 +147,7 @@ describe('loadConfig', () => {
     expect(message).toContain('\n  METRICS_TOKEN=(7 characters, not shown): METRICS_TOKEN must be empty or at least 16');
     expect(message).toContain('\n  DATABASE_URL="mysql://pacs:(not shown)@db/pacs": DATABASE_URL must be a postgres:// URL');
     expect(message).toContain('\n  REDIS_URL="http://:(not shown)@redis:6379": REDIS_URL must be a redis:// URL');
-    for (const secret of Object.values(env).slice(0, 3).concat('db-pass-123', 'redis-pass-456')) {
+    for (const secret of Object.values(env).slice(0, 3).concat('db/p@ss-123', 'p@ss', 'redis-pass-456')) {
       expect(message).not.toContain(secret);
     }
   });

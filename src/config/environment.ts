@@ -246,7 +246,8 @@ const SECRET_VARIABLES = new Set(['JWT_SECRET', 'WEBHOOK_SECRET', 'METRICS_TOKEN
 /** A refused value as the error shows it (stderr, a container's log): a secret by its length, a URL without its password. */
 function shown(name: string, value: string): string {
   if (SECRET_VARIABLES.has(name)) return `(${value.length} characters, not shown)`;
-  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/]*@/i, '$1(not shown)@'));
+  // Up to the last '@': a password written unencoded may hold '/' or '@' itself.
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:).*@/i, '$1(not shown)@'));
 }
 
 /**
