@@ -10,6 +10,19 @@ const CACHE_MS = 3000;
 const MAX_ENTRIES = 10_000;
 
 /**
+ * `read()` kept CACHE_MS from when it was asked (concurrent misses share one read): a change made
+ * during the read is seen within CACHE_MS.
+ */
+function fresh<V>(cache: TtlCache<V>, key: string, read: () => Promise<V>): Promise<V> {
+  return cache.load(key, async () => {
+    const asked = Date.now();
+    const value = await read();
+    cache.set(key, value, asked + CACHE_MS);
+    return value;
+  });
+}
+
+/**
  * The account's current state, read on every authenticated request through a short cache, so a
  * deactivated user or tenant loses access at once and a moved user gets their new scope.
  */
@@ -26,13 +39,8 @@ export class AccountStatusService {
     return this.cache.get(userId);
   }
 
-  async get(userId: string): Promise<AccountState | null> {
-    const cached = this.peek(userId);
-    if (cached !== undefined) return cached;
-    const now = Date.now();
-    const state = await this.accounts.findById(userId);
-    this.cache.set(userId, state, now + CACHE_MS);
-    return state;
+  get(userId: string): Promise<AccountState | null> {
+    return fresh(this.cache, userId, () => this.accounts.findById(userId));
   }
 
   /**
@@ -40,12 +48,7 @@ export class AccountStatusService {
    * of that clinic whoever created the share (a super admin's account carries no clinic's state).
    */
   clinicActive(tenantId: string): Promise<boolean> {
-    return this.clinics.load(tenantId, async () => {
-      const now = Date.now();
-      const active = await this.accounts.clinicActive(tenantId);
-      this.clinics.set(tenantId, active, now + CACHE_MS);
-      return active;
-    });
+    return fresh(this.clinics, tenantId, () => this.accounts.clinicActive(tenantId));
   }
 
   /** Called after a write that changes users or tenants. */
