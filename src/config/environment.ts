@@ -28,19 +28,28 @@ const toBoolean = ({ value }: { value: unknown }) => {
 const toInteger = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
 
+/** One address or CIDR range of TRUST_PROXY (a zone index such as `%eth0` is not an address to trust). */
+function isAddressOrRange(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/');
+  const family = address.includes('%') ? 0 : isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
 /**
- * off, a hop count, or addresses and CIDR ranges, each checked here: Fastify would otherwise stop
- * the API at start with its own message (the worker running on), or read "1" as 0.0.0.1.
+ * TRUST_PROXY as Fastify takes it: off, a hop count, or addresses and CIDR ranges; null when it is
+ * none of these, so that validation refuses it here rather than Fastify stopping the API at start
+ * with its own message (the worker running on), or reading "1,2" as 0.0.0.1 and 0.0.0.2.
  */
-function isTrustProxy(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  if (/^(off|false|\d+)$/.test(value.trim())) return true;
-  return value.split(',').every((entry) => {
-    const [address, bits, ...rest] = entry.trim().split('/');
-    const family = address.includes('%') ? 0 : isIP(address);
-    if (family === 0 || rest.length > 0) return false;
-    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
-  });
+function parseTrustProxy(value: string): false | number | string[] | null {
+  const v = value.trim();
+  if (v === 'off' || v === 'false') return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  const entries = v
+    .toLowerCase()
+    .split(',')
+    .map((entry) => entry.trim());
+  return entries.every(isAddressOrRange) ? entries : null;
 }
 
 const ORIGIN = String.raw`\s*https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?\/?\s*`;
@@ -124,7 +133,7 @@ export class EnvironmentVariables {
   @ValidateBy({
     name: 'isTrustProxy',
     validator: {
-      validate: isTrustProxy,
+      validate: (value: unknown) => typeof value === 'string' && parseTrustProxy(value) !== null,
       defaultMessage: () => 'TRUST_PROXY must be off, a hop count or a list of proxy addresses',
     },
   })
@@ -205,16 +214,6 @@ export type AppConfig = Readonly<
 
 export class ConfigError extends Error {}
 
-function parseTrustProxy(value: string): false | number | string[] {
-  const v = value.trim().toLowerCase();
-  if (v === 'off' || v === 'false') return false;
-  if (/^\d+$/.test(v)) return Number(v);
-  return v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
 /**
  * The secrets from the environment; outside production, those missing come from the installation's
  * own generated file (never from the source: a secret anyone can read in the repository would let
@@ -283,6 +282,6 @@ export function loadConfig(
   return Object.freeze({
     ...parsed,
     ...secretsOf(parsed, env, log),
-    trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+    trustProxy: parseTrustProxy(parsed.TRUST_PROXY) ?? false,
   });
 }
