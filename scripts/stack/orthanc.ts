@@ -93,10 +93,15 @@ export function basicAuth(username: string, password: string): string {
 
 /**
  * Stores DICOM files as the service does (its REST account: the Lua filter lets them in without
- * asking the door); returns Orthanc's study id of the last one. Throws on any answer but 200.
+ * asking the door); returns Orthanc's ids of the instances and the study of the last one. Throws on
+ * any answer but 200.
  */
-export async function storeOverRest(orthanc: OrthancInstance, files: string[]): Promise<string> {
-  let studyId = '';
+export async function storeOverRest(
+  orthanc: OrthancInstance,
+  files: string[],
+): Promise<{ orthancStudyId: string; orthancInstanceIds: string[] }> {
+  const orthancInstanceIds: string[] = [];
+  let orthancStudyId = '';
   for (const file of files) {
     const response = await fetch(`${orthanc.url}/instances`, {
       method: 'POST',
@@ -104,9 +109,11 @@ export async function storeOverRest(orthanc: OrthancInstance, files: string[]): 
       body: await fs.readFile(file),
     });
     if (response.status !== 200) throw new Error(`storing ${file}: HTTP ${response.status}`);
-    studyId = ((await response.json()) as { ParentStudy: string }).ParentStudy;
+    const stored = (await response.json()) as { ID: string; ParentStudy: string };
+    orthancInstanceIds.push(stored.ID);
+    orthancStudyId = stored.ParentStudy;
   }
-  return studyId;
+  return { orthancStudyId, orthancInstanceIds };
 }
 
 /** Production configuration with the test overrides applied. */

@@ -13,7 +13,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { createPatient, createStudy, StudyRow } from '../support/clinical-factories';
 import { writeStudy } from '../../scripts/stack/dicom';
 import { createClinic, createSuperAdminUser } from '../support/factories';
-import { basicAuth, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
+import { basicAuth, OrthancInstance, startOrthanc, storeOverRest } from '../../scripts/stack/orthanc';
 
 jest.setTimeout(120_000);
 
@@ -35,16 +35,7 @@ describe('study download (ZIP) through the real Orthanc', () => {
       studyDate: '20240115',
       series: [{ modality: 'CT', seriesNumber: 1, instances, rows: 64, columns: 64 }],
     });
-    let orthancStudyId = '';
-    for (const file of written.files) {
-      const response = await fetch(`${orthanc.url}/instances`, {
-        method: 'POST',
-        headers: { Authorization: basicAuth(orthanc.username, orthanc.password), 'Content-Type': 'application/dicom' },
-        body: await fs.readFile(file),
-      });
-      expect(response.status).toBe(200);
-      orthancStudyId = ((await response.json()) as { ParentStudy: string }).ParentStudy;
-    }
+    const { orthancStudyId } = await storeOverRest(orthanc, written.files);
     return { written, orthancStudyId };
   }
 

@@ -13,7 +13,7 @@ import { createInstance, createPatient, createSeries, createStudy, StudyRow } fr
 import { writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
 import { createClinic } from '../support/factories';
 import { NginxInstance, startNginx } from '../../scripts/stack/nginx';
-import { basicAuth, OrthancInstance, startOrthanc } from '../../scripts/stack/orthanc';
+import { basicAuth, OrthancInstance, startOrthanc, storeOverRest } from '../../scripts/stack/orthanc';
 
 jest.setTimeout(90_000);
 
@@ -41,20 +41,7 @@ describe('viewer and images through the real Orthanc and nginx', () => {
       studyDate: '20240115',
       series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 96, columns: 128 }],
     });
-    const orthancInstanceIds: string[] = [];
-    let orthancStudyId = '';
-    for (const file of written.files) {
-      const response = await fetch(`${orthanc.url}/instances`, {
-        method: 'POST',
-        headers: { Authorization: basicAuth(orthanc.username, orthanc.password), 'Content-Type': 'application/dicom' },
-        body: await fs.readFile(file),
-      });
-      expect(response.status).toBe(200);
-      const stored = (await response.json()) as { ID: string; ParentStudy: string };
-      orthancInstanceIds.push(stored.ID);
-      orthancStudyId = stored.ParentStudy;
-    }
-    return { written, orthancStudyId, orthancInstanceIds };
+    return { written, ...(await storeOverRest(orthanc, written.files)) };
   }
 
   /** The rows ingestion would have written for an uploaded study. */
