@@ -10,6 +10,11 @@ export interface ViewerSession {
   user_id: string;
   /** The clinic of the study the token was issued for. */
   tenant_id: string;
+  /**
+   * The issuer's unit when the token was issued (null for a clinic or super admin, and for a share's
+   * token): a user's token is bound to it and stops when the user moves to another unit.
+   */
+  unit_id: string | null;
   /** The study the token was issued for. */
   study_id: string;
   /** That study's DICOM Patient ID: the same patient's studies in the clinic are its priors. */
@@ -59,6 +64,7 @@ function parseSession(json: string): ViewerSession | undefined {
     if (
       typeof value?.user_id === 'string' &&
       typeof value.tenant_id === 'string' &&
+      (value.unit_id === null || typeof value.unit_id === 'string') &&
       typeof value.study_id === 'string' &&
       typeof value.patient_id === 'string' &&
       typeof value.expires_at === 'number' &&

@@ -61,6 +61,7 @@ function build(overrides: {
   const session: ViewerSession = {
     user_id: 'user-1',
     tenant_id: TENANT,
+    unit_id: 'unit-1',
     study_id: 'study-1',
     patient_id: 'P-1',
     share_id: null,
@@ -393,6 +394,15 @@ describe('What a viewer token reads', () => {
       [SAME_PATIENT_ID_OTHER_CLINIC]: 'forbidden',
       [UNKNOWN]: 'forbidden',
     });
+  });
+
+  it('a user\'s token stops when its issuer moves to another unit or loses their unit (it is bound to the unit)', async () => {
+    for (const unit_id of ['unit-2', null]) {
+      const { service } = build({ placesOf: places, account: async () => accountOf({ unit_id }) });
+      expect(await service.validate(h(TOKEN, URI))).toBe(INVALID_TOKEN);
+    }
+    const promoted = build({ placesOf: places, account: async () => accountOf({ is_tenant_admin: true }) }).service;
+    expect(await verdicts(promoted)).toMatchObject({ [UID]: 'allowed', [OTHER_PATIENT_OTHER_UNIT]: 'allowed' });
   });
 
   it('a token for a study of an empty Patient ID does not take every other such study for a prior', async () => {

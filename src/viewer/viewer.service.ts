@@ -61,6 +61,8 @@ const REDIS_TIMEOUT_MS = 2_000;
 export interface ViewerGrant {
   /** The user asking; for a share's token, the share's creator (the token dies with their account or clinic). */
   userId: string;
+  /** The user's unit as they ask (null for a clinic or super admin, and for a share's token). */
+  unitId: string | null;
   study: { id: string; tenant_id: string; study_instance_uid: string; patient_id: string };
   /** When set, the token is a share's: it reads `study` only (decisions.md 3d). */
   shareId?: string | null;
@@ -120,7 +122,7 @@ export class ViewerService {
   async issue(user: AuthUser, scope: DataScope, studyId: string): Promise<ViewerTokenDto> {
     const study = await this.studies.findStudyRef(scope, studyId);
     if (!study) throw new ApiError(HttpStatus.NOT_FOUND, { error: 'Study not found' });
-    return (await this.issueToken({ userId: user.id, study }))!;
+    return (await this.issueToken({ userId: user.id, unitId: user.unit_id, study }))!;
   }
 
   /**
@@ -133,6 +135,7 @@ export class ViewerService {
     const session: ViewerSession = {
       user_id: grant.userId,
       tenant_id: grant.study.tenant_id,
+      unit_id: grant.unitId,
       study_id: grant.study.id,
       patient_id: grant.study.patient_id,
       share_id: grant.shareId ?? null,
@@ -173,7 +176,7 @@ export class ViewerService {
       study_instance_uid: shared.study_instance_uid,
       patient_id: '',
     };
-    return this.issueToken({ userId: shared.created_by, study, shareId: shared.share_id }, ttl);
+    return this.issueToken({ userId: shared.created_by, unitId: null, study, shareId: shared.share_id }, ttl);
   }
 
   /**
@@ -357,7 +360,7 @@ const noAddress = (): undefined => undefined;
 /**
  * What a viewer token reads (decisions.md 3b, "What a viewer token reads"; 3d for a share's), decided
  * here only. Null when the token is no longer valid: its account or clinic deactivated, or the user
- * moved to another clinic.
+ * moved to another clinic or unit (interface.md: the token is bound to the caller's tenant and unit).
  */
 function tokenReader(token: string, session: ViewerSession, account: AccountState | null): Reader | null {
   if (!account?.usable) return null;
@@ -371,7 +374,8 @@ function tokenReader(token: string, session: ViewerSession, account: AccountStat
       reaches: (place) => place.study_id === session.study_id,
     };
   }
-  // The issuer's scope as it is now (a user moved to another unit reads that unit from now on).
+  if ((account.unit_id ?? null) !== session.unit_id) return null;
+  // The issuer's scope as it is now: the same unit, but a role changed since is read as it is.
   const scope = scopeOf(account);
   const patient = session.patient_id.trim() === '' ? null : session.patient_id;
   return {

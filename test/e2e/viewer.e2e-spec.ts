@@ -70,7 +70,7 @@ describe('Viewer tokens', () => {
     transport === 'socket' ? socketRequest(baseUrl, 'GET', VALIDATE, headers) : t.http.get(VALIDATE, { headers });
 
   describe('POST /api/viewer/token', () => {
-    it('issues a uuid token bound to the user, clinic, study and patient, signed, in Redis for 600 s', async () => {
+    it('issues a uuid token bound to the user, clinic, unit, study and patient, signed, in Redis for 600 s', async () => {
       const res = await t.http.post('/api/viewer/token', { token: tokens.user1, body: { study_id: mine.id } });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ token: expect.stringMatching(UUID), expires_in: 600 });
@@ -80,6 +80,7 @@ describe('Viewer tokens', () => {
       expect(stored).toEqual({
         user_id: clinic.user1.id,
         tenant_id: clinic.tenant.id,
+        unit_id: clinic.unit1.id,
         study_id: mine.id,
         patient_id: mine.patient_id,
         share_id: null,
@@ -715,6 +716,24 @@ describe('Viewer tokens', () => {
       }
       expect(status).toBe(401);
       expect(Date.now() - started).toBeLessThan(4_000);
+    });
+
+    it('refuses the token of a user moved to another unit (it is bound to the unit), at once, until moved back', async () => {
+      const user = await createUser(t.db, { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+      const token = await issue(await login(t.http, user.email), mine.id);
+      const uri = `/dicom-web/studies/${mine.study_instance_uid}`;
+      const move = async (unitId: string) => {
+        const res = await t.http.patch(`/api/admin/users/${user.id}`, { token: superAdmin.token, body: { unit_id: unitId } });
+        expect(res.status).toBe(200);
+      };
+      expect((await validate(token, uri)).status).toBe(200);
+      await move(clinic.unit2.id);
+      for (const study of [mine, mineUnit2]) {
+        const res = await validate(token, `/dicom-web/studies/${study.study_instance_uid}`);
+        expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { error: 'Invalid or expired token' } });
+      }
+      await move(clinic.unit1.id);
+      expect((await validate(token, uri)).status).toBe(200);
     });
 
     it('refuses the token of a deactivated user, and of a user moved to another tenant', async () => {
