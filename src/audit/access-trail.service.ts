@@ -98,12 +98,16 @@ function untilOf(to: string | undefined): Pick<AccessTrailFilter, 'to' | 'before
   return { before: end.toISOString().replace(/^\+0*/, '') };
 }
 
+/** A date-time that ends in its time, with no `Z` or offset. */
+const LOCAL_TIME = /T[0-9:.,]+$/i;
+
 /**
  * An ISO 8601 text the database reads as the same instant. class-validator accepts forms (week and
  * ordinal dates, six-digit years) that PostgreSQL does not: those are a 422 too, not a failed query.
  */
 function instantOf(field: 'from' | 'to', text: string): string {
-  const time = new Date(text);
+  // A date-time without an offset is UTC, as the entries' `at` and the dates are, not the host's zone.
+  const time = new Date(LOCAL_TIME.test(text) ? `${text}Z` : text);
   const year = time.getUTCFullYear();
   if (Number.isNaN(time.getTime()) || year < 1 || year > 9999) {
     throw Errors.fieldInvalid(field, `The ${field} field must be an ISO 8601 date or date-time.`);

@@ -390,6 +390,24 @@ describe('The access trail', () => {
       expect(await read({ from: entry.at })).toEqual([entry]);
     });
 
+    it("reads a date-time without an offset as UTC, like the entries' `at`, whatever the host's time zone", async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const study = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
+      t.app.get(AuditService).record({ action: 'report.read', userId: fresh.user1.id, studyId: study.id });
+      const [entry] = await waitForTrail({}, 1, fresh.adminToken);
+      const withoutOffset = (ms: number) => new Date(ms).toISOString().replace('Z', '');
+      const hostZone = process.env.TZ;
+      process.env.TZ = 'America/Sao_Paulo';
+      try {
+        const read = (query: Record<string, string>) => trailOf(query, fresh.adminToken);
+        expect(await read({ from: withoutOffset(Date.parse(entry.at)) })).toEqual([entry]);
+        expect(await read({ to: withoutOffset(Date.parse(entry.at) - 1) })).toEqual([]);
+      } finally {
+        if (hostZone === undefined) delete process.env.TZ;
+        else process.env.TZ = hostZone;
+      }
+    });
+
     it.each([
       ['page', '0'],
       ['page', 'x'],
