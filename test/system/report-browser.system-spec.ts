@@ -17,6 +17,7 @@ import sharp from 'sharp';
 import { TestApp } from '../support/app';
 import { ARTIFACTS, refreshReadmePicture } from '../support/browser';
 import { sendWithStorescu, writeStudy, WrittenStudy } from '../../scripts/stack/dicom';
+import { createStudy } from '../support/clinical-factories';
 import { createTenant, createUnit, createUser, login, TEST_PASSWORD, UserRow } from '../support/factories';
 import { NginxInstance } from '../../scripts/stack/nginx';
 import { waitFor as waitUntil } from '../../scripts/stack/orthanc';
@@ -36,6 +37,7 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
   let nginx: NginxInstance;
   let browser: Browser;
   let doctor: UserRow;
+  let place: { tenant_id: string; unit_id: string };
   let study: WrittenStudy;
   let studyId: string;
   let context: BrowserContext;
@@ -53,6 +55,7 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     ({ t, nginx, browser } = stack);
     const tenant = await createTenant(t.db, { name: `Clínica São Paulo ${Date.now()}` });
     const unit = await createUnit(t.db, tenant.id, { name: 'Unidade Centro' });
+    place = { tenant_id: tenant.id, unit_id: unit.id };
     const signature = `data:image/png;base64,${(
       await sharp({ create: { width: 120, height: 40, channels: 3, background: '#ffffff' } })
         .png()
@@ -262,5 +265,37 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await viewer.waitForURL(`${nginx.url}/reports?study=${studyId}`, { timeout: 30_000 });
     await viewer.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
     await viewer.getByText('Report (signed)').waitFor();
+  });
+
+  it('lists every study to report, 15 more at a click, and opens a study by UID on any page of its search', async () => {
+    // 21 studies of one Patient ID; the oldest has no accession number, so the page finds it by the
+    // Patient ID's search, whose first page holds the 15 newer ones.
+    const target = await createStudy(t.db, {
+      ...place,
+      patient_id: 'RP-MANY',
+      patient_name: 'MUITOS^ESTUDOS',
+      accession_number: null,
+      study_date: '2019-01-01',
+    });
+    for (let day = 1; day <= 20; day++) {
+      await createStudy(t.db, {
+        ...place,
+        patient_id: 'RP-MANY',
+        patient_name: 'MUITOS^ESTUDOS',
+        study_date: `2020-01-${String(day).padStart(2, '0')}`,
+      });
+    }
+    await page.goto(`${nginx.url}/reports`);
+    const items = page.locator('#worklist li');
+    await items.nth(14).waitFor();
+    expect(await items.count()).toBe(15);
+    await page.click('#worklist-more');
+    await items.nth(20).waitFor();
+    expect(await items.count()).toBe(21);
+    await page.locator('#worklist-more').waitFor({ state: 'hidden' });
+    await page.goto(`${nginx.url}/reports?uid=${target.study_instance_uid}`);
+    await page.waitForURL(`${nginx.url}/reports?study=${target.id}`, { timeout: 30_000 });
+    await page.locator('#patient').getByText('MUITOS, ESTUDOS').waitFor();
+    expect(await page.textContent('#study-line')).toContain('01/01/2019');
   });
 });

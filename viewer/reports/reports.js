@@ -110,13 +110,27 @@
     return (body && (body.message || body.error)) || 'The archive refused the request.';
   }
 
-  /* The worklist: studies pending or with a draft, newest study first. */
+  /*
+   * The worklist: studies pending or with a draft, newest study first, the first `worklistPages`
+   * pages of each (15 a page); "More studies" adds a page of each while either has more.
+   */
+  var worklistPages = 1;
   function loadWorklist() {
-    return Promise.all(['pending', 'draft'].map(function (s) {
-      return api('GET', '/api/studies?report_status=' + s);
-    })).then(function (answers) {
-      var studies = [];
-      answers.forEach(function (a) { if (a.status === 200) studies = studies.concat(a.body.data); });
+    var asked = [];
+    ['pending', 'draft'].forEach(function (s) {
+      for (var page = 1; page <= worklistPages; page++) asked.push(api('GET', '/api/studies?report_status=' + s + '&page=' + page));
+    });
+    return Promise.all(asked).then(function (answers) {
+      var byId = {};
+      var more = false;
+      answers.forEach(function (a) {
+        if (a.status !== 200) return;
+        // A study moved from pending to draft between two pages is listed once.
+        a.body.data.forEach(function (s) { byId[s.id] = s; });
+        if (a.body.current_page === worklistPages && a.body.current_page < a.body.last_page) more = true;
+      });
+      var studies = Object.keys(byId).map(function (id) { return byId[id]; });
+      $('worklist-more').hidden = !more;
       studies.sort(function (a, b) {
         return (b.study_date || '').localeCompare(a.study_date || '') || (b.created_at || '').localeCompare(a.created_at || '');
       });
@@ -344,6 +358,10 @@
   }
 
   SECTIONS.forEach(function (name) { $(name).addEventListener('input', scheduleSave); });
+  $('worklist-more').addEventListener('click', function () {
+    worklistPages += 1;
+    loadWorklist();
+  });
   $('apply-preset').addEventListener('click', applyPreset);
   $('sign').addEventListener('click', sign);
   $('add-addendum').addEventListener('click', addAddendum);
@@ -362,18 +380,26 @@
 
   /**
    * The API's id of a study named by its Study Instance UID (the viewer's link): the study search
-   * gives its Patient ID, the list searched by that id holds the study (both within the caller's scope).
+   * gives its Accession Number and Patient ID, and the list searched by the first, else the second,
+   * holds the study (both within the caller's scope), on whichever page.
    */
   function studyIdOfUid(uid) {
     return api('GET', '/api/dicom-web/studies?StudyInstanceUID=' + encodeURIComponent(uid)).then(function (answer) {
       var found = answer.status === 200 && answer.body && answer.body[0];
-      var patientId = found && found['00100020'] && found['00100020'].Value && found['00100020'].Value[0];
-      if (!patientId) return null;
-      return api('GET', '/api/studies?search=' + encodeURIComponent(patientId)).then(function (list) {
-        var row = list.status === 200 ? list.body.data.filter(function (s) { return s.study_instance_uid === uid; })[0] : null;
-        return row ? row.id : null;
-      });
+      var keys = ['00080050', '00100020'].map(function (tag) {
+        return found && found[tag] && found[tag].Value && found[tag].Value[0];
+      }).filter(Boolean);
+      return searchFor(keys, 1);
     });
+    function searchFor(keys, page) {
+      if (!keys.length) return null;
+      return api('GET', '/api/studies?search=' + encodeURIComponent(keys[0]) + '&page=' + page).then(function (list) {
+        if (list.status !== 200) return searchFor(keys.slice(1), 1);
+        var row = list.body.data.filter(function (s) { return s.study_instance_uid === uid; })[0];
+        if (row) return row.id;
+        return list.body.current_page < list.body.last_page ? searchFor(keys, page + 1) : searchFor(keys.slice(1), 1);
+      });
+    }
   }
 
   var params = new URLSearchParams(window.location.search);
