@@ -128,6 +128,18 @@ describe('Fair share of expensive requests', () => {
     expectTooMany(res);
   });
 
+  // The QIDO-RS search reads an attribute under any spelling it accepts (OHIF sends its MRN box as
+  // 00100020): the fair share must read the same keys, or a wildcard-only search escapes its limit.
+  it.each(['00100020', '0010,0020', 'patientid', '00080050'])(
+    'holds a wildcard-only QIDO-RS search given as %s to the wildcard limit',
+    async (key) => {
+      const user = await createUser(t.db, { tenant_id: other.tenant.id, unit_id: other.unit1.id });
+      const token = await login(t.http, user.email);
+      void (await startHeld(1, token, '*'));
+      expectTooMany(await t.http.get('/api/dicom-web/studies', { token, query: { [key]: '*1*' } }));
+    },
+  );
+
   it('frees the slot of a client that left before its request reached the limit (its response closed early)', async () => {
     await t.app.listen(0, '127.0.0.1');
     const port = (t.app.getHttpServer().address() as AddressInfo).port;

@@ -19,9 +19,12 @@ const FAIR_SHARE = 'fair-share';
 /** Seconds a refused caller is told to wait before trying again. */
 export const FAIR_SHARE_RETRY_AFTER_SECONDS = 1;
 
+/** The query's search texts: named parameters, or a route's own reading of its query (QIDO-RS's spellings). */
+type PatternParams = readonly string[] | ((query: Record<string, unknown>) => unknown[]);
+
 interface FairShareSpec {
   /** Query parameters whose wildcard-only value makes the request a `wildcard` one. */
-  patternParams: readonly string[];
+  patternParams: PatternParams;
   /** Only a request that searches (a non-empty pattern parameter) is expensive: a list's plain page is not. */
   searchesOnly: boolean;
 }
@@ -33,7 +36,7 @@ interface FairShareSpec {
  * Attempts."}` with Retry-After. The slot is held until the response has gone (streams included).
  * After `@Auth()`.
  */
-export function FairShare(options: { patternParams?: readonly string[]; searchesOnly?: boolean } = {}) {
+export function FairShare(options: { patternParams?: PatternParams; searchesOnly?: boolean } = {}) {
   return applyDecorators(
     SetMetadata(FAIR_SHARE, {
       patternParams: options.patternParams ?? [],
@@ -61,10 +64,10 @@ export class FairShareInterceptor implements NestInterceptor {
     const user = request.user;
     if (!spec || !user) return next.handle();
     const query = (request.query ?? {}) as Record<string, unknown>;
-    if (spec.searchesOnly && !spec.patternParams.some((name) => typeof query[name] === 'string' && query[name] !== '')) {
-      return next.handle();
-    }
-    const cost: Cost = spec.patternParams.some((name) => isWildcardOnly(query[name])) ? 'wildcard' : 'expensive';
+    const { patternParams } = spec;
+    const patterns = typeof patternParams === 'function' ? patternParams(query) : patternParams.map((name) => query[name]);
+    if (spec.searchesOnly && !patterns.some((value) => typeof value === 'string' && value !== '')) return next.handle();
+    const cost: Cost = patterns.some(isWildcardOnly) ? 'wildcard' : 'expensive';
     const reply = http.getResponse<FastifyReply>();
     return from(this.counters.take(user.id, user.tenant_id, cost)).pipe(
       switchMap((slot) => {

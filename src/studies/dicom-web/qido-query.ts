@@ -115,11 +115,24 @@ function one(char: string): string {
   return `${char}${MARKS}`;
 }
 
+/** A query key as the search reads it: `0010,0010`, `(0010,0010)` and `patientname` are spellings too. */
+const keyOf = (rawKey: string) => rawKey.replace(/[\s,()]/g, '').toLowerCase();
+
+const TEXT_ATTRIBUTES = new Set<Attribute | undefined>(['PatientName', 'PatientID', 'AccessionNumber', 'StudyDescription']);
+
+/**
+ * The values of the text attributes (those with wildcards) under every spelling parseQidoStudyQuery
+ * reads (OHIF sends PatientID as 00100020): what the fair share weighs.
+ */
+export function qidoTextValues(query: Record<string, unknown>): unknown[] {
+  return Object.entries(query).flatMap(([key, value]) => (TEXT_ATTRIBUTES.has(ATTRIBUTES.get(keyOf(key))) ? [value] : []));
+}
+
 export function parseQidoStudyQuery(query: Record<string, unknown> | null | undefined): QidoStudyQuery {
   const result: QidoStudyQuery = { limit: QIDO_DEFAULT_LIMIT, offset: 0 };
   const seen = new Set<string>();
   for (const [rawKey, rawValue] of Object.entries(query ?? {})) {
-    const key = rawKey.replace(/[\s,()]/g, '').toLowerCase();
+    const key = keyOf(rawKey);
     if (key === 'includefield') continue; // every attribute we hold is always returned
     const attribute = ATTRIBUTES.get(key);
     const known: Attribute | Control | undefined = attribute ?? (CONTROLS.has(key) ? (key as Control) : undefined);

@@ -6,7 +6,7 @@ import { DataScope } from '../../common/auth/data-scope';
 import { Auth, CallerScope } from '../../common/auth/decorators';
 import { ApiError } from '../../common/errors/api-errors';
 import { FairShare } from '../../common/fair-share/fair-share.interceptor';
-import { QIDO_MAX_LIMIT, parseQidoStudyQuery, QidoQueryError } from './qido-query';
+import { QIDO_MAX_LIMIT, parseQidoStudyQuery, qidoTextValues, QidoQueryError } from './qido-query';
 import { dicomWebRoot, toQidoStudy } from './qido-study';
 import { QidoRepository } from './qido.repository';
 
@@ -77,7 +77,7 @@ export class QidoController {
   })
   @ApiBadRequestResponse({ description: 'A malformed parameter: `{message: "The StudyDate parameter must be ..."}`' })
   @AuditAccess('study.search', { search: true })
-  @FairShare({ patternParams: ['PatientName', 'PatientID', 'AccessionNumber', 'StudyDescription'] })
+  @FairShare({ patternParams: qidoTextValues })
   async searchStudies(
     @CallerScope() scope: DataScope,
     @Query() query: Record<string, unknown>,
