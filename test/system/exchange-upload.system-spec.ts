@@ -432,11 +432,14 @@ describe('STOW-RS upload through the real Orthanc', () => {
 
   it('refuses parts that are not DICOM, with the reason, and stores the others', async () => {
     const written = await study(1);
+    // Not a UID (PS3.5 9.1: at most 64 characters): refused as such, not as a failure to try again.
+    const overlong = await study(1, `1.2.${'3'.repeat(63)}`);
     const res = await stow(
       [
         { data: Buffer.from('just some text') },
         { data: (await filesOf(written))[0] },
         { data: Buffer.from('{"a":1}'), type: 'application/json' },
+        { data: (await filesOf(overlong))[0] },
       ],
       clinic.token1,
     );
@@ -444,7 +447,9 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(refused(res.json)).toEqual([
       { uid: undefined, code: 0xc000, reason: 'not a DICOM file (no "DICM" prefix)' },
       { uid: undefined, code: 0xc000, reason: 'a part of type application/json, not application/dicom' },
+      { uid: undefined, code: 0xc000, reason: 'a StudyInstanceUID longer than 64 characters' },
     ]);
+    expect(await orthancHas(overlong.sopInstanceUids[0])).toBe(false);
     expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
   });
 
