@@ -228,6 +228,17 @@ describe('readDicomHead', () => {
       }
     });
 
+    // Its upload placement is kept by StudyInstanceUID, at most 64 characters (PS3.5 9.1): a longer
+    // one failed there as a database error, reported as a failure to try again.
+    it('refuses a StudyInstanceUID longer than 64 characters', () => {
+      const uid = (length: number) => `1.${'2'.repeat(length - 2)}`;
+      const file = (length: number) =>
+        inOrder(metaOf(), [sopClass, sop, patient, element(tag(0x0020, 0x000d), 'UI', uid(length)), series]);
+      expect(readDicomHead(file(64)).studyInstanceUid).toBe(uid(64));
+      expect(() => readDicomHead(file(65))).toThrow(NotDicomError);
+      expect(() => readDicomHead(file(65))).toThrow('a StudyInstanceUID longer than 64 characters');
+    });
+
     // The pair on the same inputs: files mutated at random before SeriesInstanceUID (a new seed each
     // run; DICOM_HEAD_SEED replays one). Whatever both read, they read alike.
     it('reads whatever DCMTK also reads with the same identifiers (random mutations)', () => {

@@ -205,6 +205,8 @@ export function readDicomHead(head: Buffer): DicomHead {
       // Digits and dots only (PS3.5 9.1): nothing the image server could read as another UID.
       if (!UID.test(found[field])) throw new NotDicomError(`a ${name} that is not a UID`);
     }
+    // The study's upload placement is kept by this UID: at most 64 characters (PS3.5 9.1).
+    if (found.studyInstanceUid!.length > 64) throw new NotDicomError('a StudyInstanceUID longer than 64 characters');
     return found as DicomHead;
   } catch (error) {
     if (error instanceof Truncated) throw new NotDicomError('the file ends before its identifiers');

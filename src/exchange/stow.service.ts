@@ -309,6 +309,10 @@ export class StowService {
     const places = (await this.studies.placesOfStudyUids([studyUid])).get(studyUid) ?? [];
     if (places.length > 0) {
       this.assertWithin(target, places);
+      // Under another Patient ID an instance is another study on the image server, with no device
+      // to place it: recorded beside the archived study (a study always has a unit), it goes there
+      // instead of to quarantine.
+      await this.placements.claim(studyUid, { tenant_id: places[0].tenant_id, unit_id: places[0].unit_id! }, user.id);
       return false;
     }
     const claim = await this.placements.claim(studyUid, target, user.id);

@@ -178,6 +178,38 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(logged[0].patient_id).toBe('UP-DEVICE');
   });
 
+  it("places an instance uploaded into a device's study under another Patient ID beside that study, not in quarantine", async () => {
+    const aet = `UP_${randomBytes(3).toString('hex').toUpperCase()}`;
+    await t.db.query(
+      `INSERT INTO modalities (tenant_id, unit_id, name, aet, ip_address) VALUES ($1, $2, $3, $4, '127.0.0.1')`,
+      [clinic.tenant.id, clinic.unit1.id, `CT ${aet}`, aet],
+    );
+    const sent = await study(1, undefined, `PID-DEVICE-${n}`);
+    await sendWithStorescu(sent.files, { aet, port: orthanc.dicomPort });
+    expect(await placeOf(sent.studyInstanceUid)).toMatchObject({ tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id });
+    // The same study as another hospital's CD carries it: another Patient ID (the image server files it apart).
+    const copy = await study(1, sent.studyInstanceUid, `PID-OTHER-${n}`);
+    const res = await stow([{ data: (await filesOf(copy))[0] }], clinic.adminToken, { query: `?unit_id=${clinic.unit2.id}` });
+    expect(storedUids(res.json)).toEqual(copy.sopInstanceUids);
+    await waitFor('the uploaded instance indexed', async () => {
+      const rows = await t.db.query(`SELECT 1 FROM instances WHERE sop_instance_uid = $1`, [copy.sopInstanceUids[0]]);
+      return rows.length > 0;
+    });
+    const places = await t.db.query(`SELECT tenant_id, unit_id FROM studies WHERE study_instance_uid = $1`, [
+      sent.studyInstanceUid,
+    ]);
+    expect(places).toEqual([
+      { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id },
+      { tenant_id: clinic.tenant.id, unit_id: clinic.unit1.id },
+    ]);
+    // The unit's users still open the study in the viewer.
+    const gate = await t.http.get('/api/viewer/token/validate', {
+      token: clinic.token1,
+      headers: { 'x-original-uri': `/dicom-web/studies/${sent.studyInstanceUid}/series` },
+    });
+    expect(gate.status).toBe(200);
+  });
+
   it("places a tenant admin's upload in the unit named by unit_id", async () => {
     const written = await study(1);
     const res = await stow([{ data: (await filesOf(written))[0] }], clinic.adminToken, {
@@ -400,11 +432,14 @@ describe('STOW-RS upload through the real Orthanc', () => {
 
   it('refuses parts that are not DICOM, with the reason, and stores the others', async () => {
     const written = await study(1);
+    // Not a UID (PS3.5 9.1: at most 64 characters): refused as such, not as a failure to try again.
+    const overlong = await study(1, `1.2.${'3'.repeat(63)}`);
     const res = await stow(
       [
         { data: Buffer.from('just some text') },
         { data: (await filesOf(written))[0] },
         { data: Buffer.from('{"a":1}'), type: 'application/json' },
+        { data: (await filesOf(overlong))[0] },
       ],
       clinic.token1,
     );
@@ -412,7 +447,9 @@ describe('STOW-RS upload through the real Orthanc', () => {
     expect(refused(res.json)).toEqual([
       { uid: undefined, code: 0xc000, reason: 'not a DICOM file (no "DICM" prefix)' },
       { uid: undefined, code: 0xc000, reason: 'a part of type application/json, not application/dicom' },
+      { uid: undefined, code: 0xc000, reason: 'a StudyInstanceUID longer than 64 characters' },
     ]);
+    expect(await orthancHas(overlong.sopInstanceUids[0])).toBe(false);
     expect(storedUids(res.json)).toEqual(written.sopInstanceUids);
   });
 
