@@ -99,7 +99,12 @@
     if (value !== undefined) text(node, value);
     return node;
   }
-  function shownName(pn) { return String(pn || '').replace(/\^+/g, ', ').replace(/, $/, ''); }
+  /* A DICOM person name as the PDF prints it (personName in render-report.ts): "SOUZA, ANA MARIA". */
+  function shownName(pn) {
+    var c = String(pn || '').split('=')[0].split('^');
+    var rest = [c[3], c[1], c[2], c[4]].map(function (part) { return (part || '').trim(); }).filter(Boolean).join(' ');
+    return [(c[0] || '').trim(), rest].filter(Boolean).join(', ') || String(pn || '');
+  }
   function shownDate(iso) { return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : ''; }
   function status(message) { text($('status'), message); }
   function firstError(body) {

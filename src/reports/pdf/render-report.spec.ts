@@ -9,7 +9,7 @@ import { pngChunk as chunk, rgbaPng } from '../../../test/support/png';
 import { uidFromSeed } from '../report-filing.service';
 import type { ReportDocument, ReportPart } from './report-document';
 import { reportFont } from './report-fonts';
-import { breakLongRuns, LONG_RUN, printable, renderReport, resolveLayout } from './render-report';
+import { breakLongRuns, LONG_RUN, personName, printable, renderReport, resolveLayout } from './render-report';
 
 /**
  * What poppler reads of a PDF: its text (pdftotext), the images its pages draw and how many image
@@ -141,6 +141,18 @@ describe('printable', () => {
   });
 });
 
+describe('personName', () => {
+  it('reads a DICOM person name as people do: family name, then prefix, given and middle names and suffix', () => {
+    expect(personName('SOUZA^ANA')).toBe('SOUZA, ANA');
+    expect(personName('SÃO JOSÉ^MARIA DA CONCEIÇÃO^^Dra.^Filha')).toBe('SÃO JOSÉ, Dra. MARIA DA CONCEIÇÃO Filha');
+    expect(personName('SOUZA^ANA^MARIA=ソウザ^アナ')).toBe('SOUZA, ANA MARIA');
+    expect(personName('SOUZA^^')).toBe('SOUZA');
+    expect(personName('^ANA')).toBe('ANA');
+    expect(personName('MARIA DA SILVA')).toBe('MARIA DA SILVA');
+    expect(personName('')).toBe('');
+  });
+});
+
 describe('renderReport', () => {
   it('prints text outside Windows-1252 as written: pdftotext reads it back (NFC), in the fonts it embeds', async () => {
     const findings = 'Nodule ≥ 6 mm, ≤ 8 mm; β-HCG 5 µg/L; 3 × 4 cm ± 2; − 5; Sa\u0303o Paulo; a\ttab. Then more text.';
@@ -153,22 +165,23 @@ describe('renderReport', () => {
             signed: { name: 'Dr. JOA\u0303O Conceição', crm: '123456/SP', at: '2024-03-05T10:00:00Z', image: null },
           },
         ],
-        { patient: { name: 'JOA\u0303O DA SILVA', id: 'PID-2', birth_date: null, sex: 'M' } },
+        { patient: { name: 'DA SILVA^JOA\u0303O^PEDRO', id: 'PID-2', birth_date: null, sex: 'M' } },
       ),
     );
     const { text, fonts } = readPdf(pdf);
     for (const expected of [
       'Nodule ≥ 6 mm, ≤ 8 mm; β-HCG 5 µg/L; 3 × 4 cm ± 2; − 5; São Paulo; a tab. Then more text.',
       'Tabs in the impression; Ω ≠ ∞',
-      'JOÃO DA SILVA',
+      'DA SILVA, JOÃO PEDRO',
       'Dr. JOÃO Conceição',
       'Clínica Exemplo',
       'CRM 123456/SP',
     ]) {
       expect(text.replace(/[ \t]+/g, ' ')).toContain(expected);
     }
-    // The combining tilde never reaches the PDF on its own.
+    // The combining tilde never reaches the PDF on its own; nor does the name's component separator.
     expect(text).not.toContain('\u0303');
+    expect(text).not.toContain('^');
     // DejaVu, embedded as a subset (name prefixed with a tag), never a standard font read as WinAnsi.
     expect(fonts).toMatch(/[A-Z]{6}\+DejaVuSans\s/);
     expect(fonts).toMatch(/[A-Z]{6}\+DejaVuSans-Bold\s/);

@@ -275,7 +275,7 @@ export function renderReport(input: ReportDocument, warn: RenderWarn = logWarnin
     bufferPages: true,
     margins: { top: m.top + layout.header.height, bottom: m.bottom + layout.footer.height, left: m.left, right: m.right },
     info: {
-      Title: printable(`Report — ${letterhead.patient.name}`),
+      Title: printable(`Report — ${personName(letterhead.patient.name)}`),
       Creator: printable(letterhead.clinic_name),
       Producer: 'pacs-archive',
     },
@@ -363,10 +363,21 @@ function drawLetterhead(
   doc.y = y;
 }
 
+/**
+ * A DICOM person name (PN) as people read it, as the report page shows it: its first, alphabetic
+ * group, the family name, then prefix, given and middle names and suffix (`SOUZA^ANA^MARIA` is
+ * "SOUZA, ANA MARIA"); a name without components as it is.
+ */
+export function personName(pn: string): string {
+  const [family = '', given = '', middle = '', prefix = '', suffix = ''] = pn.split('=')[0].split('^');
+  const rest = [prefix, given, middle, suffix].map((part) => part.trim()).filter(Boolean).join(' ');
+  return [family.trim(), rest].filter(Boolean).join(', ') || pn;
+}
+
 function drawPatientHeader(doc: PDFKit.PDFDocument, layout: ResolvedLayout, letterhead: ReportLetterhead): void {
   const { patient, study } = letterhead;
   const rows: Array<[string, string]> = [
-    ['Patient', patient.name],
+    ['Patient', personName(patient.name)],
     ['Patient ID', patient.id],
     ['Birth date', formatDate(patient.birth_date)],
     ['Sex', sexLabel(patient.sex)],
