@@ -110,6 +110,10 @@ export function createAdapter(config: AppConfig): FastifyAdapterWithRawRoutes {
       clientErrorHandler,
       frameworkErrors,
       routerOptions: { maxParamLength: 500 },
+      // No HEAD twin of every GET route: Fastify would run the GET's handler and drop its body, so a
+      // HEAD would leave a read in the access trail and have the image server build a download for
+      // nobody. HEAD is then a method no route takes: 404 (the viewer gate's raw route answers it).
+      exposeHeadRoutes: false,
       logController: new ApiLogController(),
       // The caller's X-Request-Id only when short and harmless (common/http/request-id).
       requestIdHeader: false,

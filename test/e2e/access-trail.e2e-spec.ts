@@ -390,6 +390,19 @@ describe('The access trail', () => {
       expect(await read({ from: entry.at })).toEqual([entry]);
     });
 
+    it('a HEAD reads nothing: 404 as a method the routes do not take, no entry, nothing asked of the image server', async () => {
+      const fresh = await createClinic(t.db, t.http);
+      const study = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
+      for (const url of [`/api/studies/${study.id}`, `/api/studies/${study.id}/archive`, `/api/patients`, '/api/studies']) {
+        const res = await t.http.request('HEAD', url, { token: fresh.token1 });
+        expect({ url, status: res.status }).toEqual({ url, status: 404 });
+      }
+      await t.app.get(AuditService).flush();
+      expect(await trailOf({}, fresh.adminToken)).toEqual([]);
+      expect((await t.http.get(`/api/studies/${study.id}`, { token: fresh.token1 })).status).toBe(200);
+      await waitForTrail({}, 1, fresh.adminToken);
+    });
+
     it("reads a date-time without an offset as UTC, like the entries' `at`, whatever the host's time zone", async () => {
       const fresh = await createClinic(t.db, t.http);
       const study = await createStudy(t.db, { tenant_id: fresh.tenant.id, unit_id: fresh.unit1.id });
