@@ -1,5 +1,9 @@
 /** Three tiers: unit specs beside the code, e2e on real PostgreSQL + Redis, system with Orthanc + nginx. */
 
+// The tests run in a clinic's time zone, not UTC, so that no answer comes to depend on the host's
+// zone (workers and the processes the tests start inherit it).
+process.env.TZ = 'America/Sao_Paulo';
+
 // Dependencies published as ESM only, which Jest's CommonJS runtime cannot require: compiled for tests.
 const ESM_ONLY = ['content-disposition'];
 
