@@ -94,6 +94,8 @@ describe('Ingestion queue: studies whose last job failed all its attempts, queue
     for (const study of [first, second, third]) {
       await ingestion.queueStudy(study, 'webhook');
       await failNext(studies);
+      // Bull orders failures by the millisecond they failed in, and one millisecond's by job id.
+      await new Promise((resolve) => setTimeout(resolve, 2));
     }
     expect(await ingestion.retryFailed(0, 2)).toBe(2);
     expect(await studiesIn(studies, ['failed'])).toEqual([third]);
