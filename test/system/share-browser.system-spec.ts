@@ -181,8 +181,8 @@ describe('a share link in a browser', () => {
           .catch(() => '');
       };
       const deadline = Date.now() + 15_000;
-      while ((await pdfTitle()) !== 'Report — SHARED^PATIENT' && Date.now() < deadline) await delay(100);
-      expect(await pdfTitle()).toBe('Report — SHARED^PATIENT');
+      while ((await pdfTitle()) !== 'Report — SHARED, PATIENT' && Date.now() < deadline) await delay(100);
+      expect(await pdfTitle()).toBe('Report — SHARED, PATIENT');
       await tab.screenshot({ path: path.join(ARTIFACTS, 'share-report.png') });
       expect(refused).toEqual([]);
     } finally {
