@@ -4,7 +4,8 @@
 # the service, then runs the whole archive on loopback with demo data (scripts/demo/stack.ts) and
 # prints where to sign in. A second run reuses everything (.local/, the pacs_demo database).
 # DEMO_CHECK=1 npm run demo: the same, then it signs in as the demo doctor, lists the studies, opens
-# an image through the proxy, prints a one-line verdict, stops what it started and exits 0 or 1.
+# an image through the proxy, previews a draft report's PDF, prints a one-line verdict, stops what it
+# started and exits 0 or 1.
 # Production runs with docker compose instead (docker/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,7 +17,8 @@
  * Ctrl-C stops every process it started.
  *
  * DEMO_CHECK=1: the same start, then what a doctor does first, through nginx (sign in, list the
- * demo studies, open one image as the viewer does), one line with the verdict, every process it
+ * demo studies, open one image as the viewer does, draft a report from a preset and preview its PDF,
+ * discarded after), one line with the verdict, every process it
  * started stopped; exit 0 when all of it worked, else 1. `.ci/run` runs it.
  */
 import { ChildProcess, execFile, spawn } from 'child_process';
@@ -44,6 +45,9 @@ const ORTHANC_USER = 'pacs';
 /** nginx's read-only Orthanc account (GET /dicom-web/ only: webhook.lua's IncomingHttpRequestFilter). */
 const ORTHANC_VIEWER_USER = 'viewer';
 const DOCTOR_EMAIL = 'doctor@demo.local';
+/** A doctor signs reports with their CRM (decisions.md 3c): without one the demo doctor could not sign. */
+const DOCTOR_CRM = '123456/SP';
+const CLINIC_ADMIN_EMAIL = 'clinic@demo.local';
 const ADMIN_EMAIL = 'admin@demo.local';
 
 /** The service's own secrets: the file the API keeps when it generates them outside production. */
@@ -67,6 +71,10 @@ const token = (bytes: number) => randomBytes(bytes).toString('base64url');
 /** Derived from the kept Orthanc password, so a demo.json written before the account existed still serves. */
 const viewerPassword = (s: DemoSecrets) =>
   createHash('sha256').update(`viewer:${s.ORTHANC_PASSWORD}`).digest('base64url').slice(0, 32);
+
+/** Derived from the kept super admin's password, so a demo.json written before the account existed still serves. */
+const clinicAdminPassword = (s: DemoSecrets) =>
+  `clinic-${createHash('sha256').update(`clinic:${s.ADMIN_PASSWORD}`).digest('base64url').slice(0, 10)}`;
 
 /** Read from `file`, or generated once and kept there (0600): the same secrets on every run. */
 function kept<T extends object>(file: string, generate: () => T, valid: (value: Partial<T>) => boolean): T {
@@ -327,6 +335,19 @@ async function findOrCreate(
   return expectStatus(`POST ${list}`, await api(base, 'POST', list.split('?')[0], token, body), 201).id as string;
 }
 
+/** Creates the account unless it exists; an existing one gets the CRM it lacks (a demo from before it had one). */
+async function ensureUser(base: string, admin: string, email: string, body: Record<string, unknown>): Promise<void> {
+  const found = expectStatus(
+    'GET users',
+    await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(email)}`, admin),
+    200,
+  );
+  const user = (found.data as Array<{ id: string; email: string; crm: string | null }>).find((row) => row.email === email);
+  if (!user) expectStatus('POST users', await api(base, 'POST', '/api/admin/users', admin, body), 201);
+  else if (body.crm && !user.crm)
+    expectStatus('PATCH users', await api(base, 'PATCH', `/api/admin/users/${user.id}`, admin, { crm: body.crm }), 200);
+}
+
 function createSuperAdmin(env: NodeJS.ProcessEnv, s: Secrets): Promise<void> {
   const cli = path.join(ROOT, 'dist/src/cli.js');
   const args = [
@@ -392,6 +413,24 @@ const DEMO_STUDIES = [
 ];
 const INSTANCES_PER_SERIES = 3;
 
+/** Text a doctor inserts on the report page and edits (the clinic's, for the modality). */
+const DEMO_PRESETS = [
+  {
+    name: 'CT head, normal',
+    modality: 'CT',
+    technique: 'Axial acquisition from the skull base to the vertex, without intravenous contrast.',
+    findings: 'No intracranial haemorrhage, mass effect or midline shift. Ventricles and sulci of normal size for age.',
+    impression: 'No acute intracranial abnormality.',
+  },
+  {
+    name: 'MR knee, normal',
+    modality: 'MR',
+    technique: 'Multiplanar proton density and T2-weighted sequences with fat suppression.',
+    findings: 'Menisci and cruciate and collateral ligaments intact. No joint effusion. Articular cartilage preserved.',
+    impression: 'Normal MR of the knee.',
+  },
+];
+
 async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets, dicomPort: number): Promise<void> {
   await createSuperAdmin(env, s);
   const admin = expectStatus(
@@ -411,24 +450,26 @@ async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets, dicomP
     aet: DEVICE_AET,
     ip_address: '127.0.0.1',
   });
-  const doctors = expectStatus(
-    'GET users',
-    await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(DOCTOR_EMAIL)}`, admin),
+  await ensureUser(base, admin, DOCTOR_EMAIL, {
+    tenant_id: tenantId,
+    unit_id: unitId,
+    name: 'Dr. Demo',
+    crm: DOCTOR_CRM,
+    password: s.DOCTOR_PASSWORD,
+  });
+  await ensureUser(base, admin, CLINIC_ADMIN_EMAIL, {
+    tenant_id: tenantId,
+    unit_id: unitId,
+    name: 'Demo clinic administrator',
+    is_tenant_admin: true,
+    password: clinicAdminPassword(s),
+  });
+  const clinicAdmin = expectStatus(
+    'clinic admin sign-in',
+    await api(base, 'POST', '/api/login', undefined, { email: CLINIC_ADMIN_EMAIL, password: clinicAdminPassword(s) }),
     200,
-  );
-  if (!(doctors.data as Array<{ email: string }>).some((user) => user.email === DOCTOR_EMAIL)) {
-    expectStatus(
-      'POST users',
-      await api(base, 'POST', '/api/admin/users', admin, {
-        tenant_id: tenantId,
-        unit_id: unitId,
-        name: 'Dr. Demo',
-        email: DOCTOR_EMAIL,
-        password: s.DOCTOR_PASSWORD,
-      }),
-      201,
-    );
-  }
+  ).access_token as string;
+  for (const preset of DEMO_PRESETS) await findOrCreate(base, clinicAdmin, '/api/tenant/report-presets', preset.name, preset);
 
   const doctor = expectStatus(
     'doctor sign-in',
@@ -506,7 +547,52 @@ async function check(base: string, s: Secrets): Promise<string> {
   if (response.status !== 200 || !type.startsWith('image/jpeg') || image[0] !== 0xff || image[1] !== 0xd8) {
     throw new Error(`the rendered image: HTTP ${response.status} ${type}, ${image.length} bytes`);
   }
-  return `the doctor signed in through nginx, the worklist lists ${studies.length} demo studies, a rendered image (JPEG, ${image.length} bytes) came through the viewer's gate`;
+  const report = await draftReport(base, token, study.id, s);
+  return `the doctor signed in through nginx, the worklist lists ${studies.length} demo studies, a rendered image (JPEG, ${image.length} bytes) came through the viewer's gate, ${report}`;
+}
+
+/**
+ * The report page's work without leaving a trace: the clinic's presets for the study's modality, a
+ * draft written from one, its PDF preview, the draft discarded; and the doctor's account has the
+ * CRM that signing asks for (signing itself is left to the doctor: a signed report never changes).
+ */
+async function draftReport(base: string, token: string, studyId: string, s: Secrets): Promise<string> {
+  const presets = expectStatus('GET presets', await api(base, 'GET', '/api/tenant/report-presets?modality=CT', token), 200);
+  const preset = (presets.data as Array<{ findings: string | null; impression: string | null }>)[0];
+  if (!preset) throw new Error('the clinic has no CT report preset');
+  const draft = expectStatus(
+    'POST report',
+    await api(base, 'POST', `/api/studies/${studyId}/reports`, token, {
+      findings: preset.findings,
+      impression: preset.impression,
+    }),
+    201,
+  ) as { id: string };
+  try {
+    const pdf = await fetch(`${base}/api/studies/${studyId}/reports/${draft.id}/pdf`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const bytes = Buffer.from(await pdf.arrayBuffer());
+    if (pdf.status !== 200 || bytes.subarray(0, 5).toString() !== '%PDF-') {
+      throw new Error(`the draft's PDF preview: HTTP ${pdf.status}, ${bytes.length} bytes`);
+    }
+  } finally {
+    expectStatus('DELETE report', await api(base, 'DELETE', `/api/studies/${studyId}/reports/${draft.id}`, token), 204);
+  }
+  const admin = expectStatus(
+    'admin sign-in',
+    await api(base, 'POST', '/api/login', undefined, { email: ADMIN_EMAIL, password: s.ADMIN_PASSWORD }),
+    200,
+  ).access_token as string;
+  const users = expectStatus(
+    'GET users',
+    await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(DOCTOR_EMAIL)}`, admin),
+    200,
+  );
+  if (!(users.data as Array<{ email: string; crm: string | null }>).some((user) => user.email === DOCTOR_EMAIL && user.crm)) {
+    throw new Error('the doctor has no CRM, so cannot sign a report');
+  }
+  return 'a draft report from a preset previewed as a PDF and discarded, the doctor able to sign (CRM set)';
 }
 
 async function main(): Promise<void> {
@@ -575,8 +661,9 @@ async function main(): Promise<void> {
 
       ${base}/login
 
-      doctor       ${DOCTOR_EMAIL}   password ${s.DOCTOR_PASSWORD}   (the studies of the Radiology unit)
-      super admin  ${ADMIN_EMAIL}    password ${s.ADMIN_PASSWORD}
+      doctor        ${DOCTOR_EMAIL}   password ${s.DOCTOR_PASSWORD}   (the studies of the Radiology unit; signs as CRM ${DOCTOR_CRM})
+      clinic admin  ${CLINIC_ADMIN_EMAIL}   password ${clinicAdminPassword(s)}   (the whole Demo Clinic: presets, templates, logo)
+      super admin   ${ADMIN_EMAIL}    password ${s.ADMIN_PASSWORD}
 
   API docs ${base}/api/docs · queue board ${base}/queues (super admin) · a device may send to
   ${DEVICE_AET} -> 127.0.0.1:${orthanc.dicom} (storescu -aet ${DEVICE_AET} 127.0.0.1 ${orthanc.dicom} file.dcm)
