@@ -343,7 +343,7 @@ async function ensureUser(base: string, admin: string, email: string, body: Reco
     200,
   );
   const user = (found.data as Array<{ id: string; email: string; crm: string | null }>).find((row) => row.email === email);
-  if (!user) expectStatus('POST users', await api(base, 'POST', '/api/admin/users', admin, body), 201);
+  if (!user) expectStatus('POST users', await api(base, 'POST', '/api/admin/users', admin, { ...body, email }), 201);
   else if (body.crm && !user.crm)
     expectStatus('PATCH users', await api(base, 'PATCH', `/api/admin/users/${user.id}`, admin, { crm: body.crm }), 200);
 }
