@@ -370,7 +370,10 @@ function drawLetterhead(
  */
 export function personName(pn: string): string {
   const [family = '', given = '', middle = '', prefix = '', suffix = ''] = pn.split('=')[0].split('^');
-  const rest = [prefix, given, middle, suffix].map((part) => part.trim()).filter(Boolean).join(' ');
+  const rest = [prefix, given, middle, suffix]
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .join(' ');
   return [family.trim(), rest].filter(Boolean).join(', ') || pn;
 }
 
