@@ -51,9 +51,8 @@
     extensions: [],
     modes: [],
     whiteLabeling: { createLogoComponentFn: keepReact },
-    // The study list's Report column, before OHIF's trailing actions column (one click from a study
-    // to its report page).
-    customizationService: withViewerToken ? {} : { 'workList.columns': { $splice: [[-1, 0, reportColumn()]] } },
+    // The study list's columns: the text filters left to the archive, and a Report column.
+    customizationService: withViewerToken ? {} : { 'workList.columns': { $apply: studyListColumns } },
     // A viewer token opens one study: there is no study list to browse then.
     showStudyList: !withViewerToken,
     investigationalUseDialog: { option: 'never' },
@@ -101,6 +100,33 @@
       },
     ],
   };
+
+  /**
+   * OHIF 3.13's study list columns (`StudyList.defaultColumns`), changed in two ways:
+   *
+   * - The text filters (patient name, MRN, accession, description) keep every row of the archive's
+   *   answer. OHIF sends what is typed there to the study search (`PatientName=*joao*`) and then
+   *   filters the answer again in the browser: its DataTable (ui-next's DataTable.tsx) runs
+   *   TanStack's getFilteredRowModel, and a column without a `filterFn` gets TanStack's
+   *   `includesString`, the typed text as a lower-cased substring of the row's text as shown. That
+   *   ignores case but not accents nor QIDO's wildcards, so "joao" found SILVA^JOÃO at the archive
+   *   (case- and accent-insensitive) and OHIF then hid the row; "cranio" a "crânio" description, and
+   *   "wl?a1" an MRN, the same. The archive's answer is the search's result.
+   * - Each row's Report link, before OHIF's trailing actions column.
+   */
+  function studyListColumns(columns) {
+    var searchedByTheArchive = ['patient', 'mrn', 'accession', 'description'];
+    var result = columns.map(function (column) {
+      if (!column || searchedByTheArchive.indexOf(column.id) < 0) return column;
+      return Object.assign({}, column, {
+        filterFn: function () {
+          return true;
+        },
+      });
+    });
+    result.splice(-1, 0, reportColumn());
+    return result;
+  }
 
   /**
    * A column of the study list (OHIF 3.13's `workList.columns`): each row's link to its study's
