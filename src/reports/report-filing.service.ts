@@ -16,10 +16,26 @@ const dicomDate = (at: Date) => at.toISOString().slice(0, 10).replace(/-/g, '');
 const dicomTime = (at: Date) => at.toISOString().slice(11, 19).replace(/:/g, '');
 
 /**
+ * The series of a study's kept PDF of `version` (1: the report as signed; n: with its first n - 1
+ * signed addenda). Each version has its own series, so that a viewer, which lists a study's
+ * documents by series description and number (OHIF: one entry per PDF), tells them apart:
+ * "Report" 9901, "Report, addendum 1" 9902, ... The UID is derived from the study and the version
+ * (a retry lands in the same series); version 1 keeps the UID every report PDF had before versions
+ * got series of their own, so a PDF filed then and filed again makes the same instance.
+ */
+export function reportSeries(studyId: string, version: number) {
+  const n = Number(version);
+  return {
+    SeriesInstanceUID: uidFromSeed(n === 1 ? `report-series:${studyId}` : `report-series:${studyId}:${n}`),
+    SeriesDescription: n === 1 ? 'Report' : `Report, addendum ${n - 1}`,
+    SeriesNumber: String(9900 + n),
+  };
+}
+
+/**
  * Files a kept report PDF in the image server as a DICOM Encapsulated PDF under the study, in the
- * study's one `DOC` series of reports (its UID derived from the study's, so every version lands in
- * the same series). The instance's UID is chosen once and kept, so a retry stores the same
- * instance; a PDF already filed is not sent again. The webhook brings the new instance back to
+ * `DOC` series of its version (reportSeries). The instance's UID is chosen once and kept, so a
+ * retry stores the same instance; a PDF already filed is not sent again. The webhook brings the new instance back to
  * ingestion, which re-indexes the study; an instance written through REST carries no device, and
  * the study keeps its clinic and unit (ingestion places a study by the instances its devices sent).
  */
@@ -43,10 +59,8 @@ export class ReportFilingService {
       {
         SOPClassUID: ENCAPSULATED_PDF_SOP_CLASS,
         SOPInstanceUID: sopInstanceUid,
-        SeriesInstanceUID: uidFromSeed(`report-series:${target.study_id}`),
+        ...reportSeries(target.study_id, target.version),
         Modality: 'DOC',
-        SeriesDescription: 'Report',
-        SeriesNumber: '9901',
         InstanceNumber: String(target.version),
         DocumentTitle: `Report (version ${target.version})`,
         ContentDate: dicomDate(signedAt),

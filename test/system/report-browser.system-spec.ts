@@ -6,7 +6,8 @@
  * stale, which is refused and said; the session ends while the doctor types and the text is back
  * after signing in again; a failed save keeps Sign from signing the older text; then the report is
  * signed, its PDF opens, the DOC series filed by the worker shows in the viewer, whose Reports
- * button opens the study's report page.
+ * button opens the study's report page, and a double click on it shows the PDF in OHIF's PDF
+ * viewport under the viewer pages' Content-Security-Policy (nothing blocked).
  */
 import { execFileSync } from 'child_process';
 import { mkdtempSync, writeFileSync } from 'fs';
@@ -265,6 +266,63 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await viewer.waitForURL(`${nginx.url}/reports?study=${studyId}`, { timeout: 30_000 });
     await viewer.locator('#patient').getByText('SÃO JOSÉ, MARIA DA CONCEIÇÃO').waitFor();
     await viewer.getByText('Report (signed)').waitFor();
+  });
+
+  it('opens the signed PDF in the viewer: a double click on the DOC series shows it, nothing blocked by the page policy', async () => {
+    const viewer = await context.newPage();
+    // What the page's Content-Security-Policy (nginx) blocked, as the page and the console report it.
+    const blocked: string[] = [];
+    viewer.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
+    });
+    await viewer.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (event) => {
+        console.error(`Content Security Policy violation: ${event.violatedDirective} ${event.blockedURI}`);
+      });
+    });
+    // The PDF's bytes as OHIF fetches them (WADO-RS, through nginx and the gate).
+    const pdfAnswers: Array<{ url: string; status: number; body: Promise<Buffer> }> = [];
+    viewer.on('response', (response) => {
+      if (response.url().includes('/dicom-web/') && !response.url().endsWith('/metadata')) {
+        pdfAnswers.push({
+          url: response.url(),
+          status: response.status(),
+          body: response.body().catch(() => Buffer.alloc(0)),
+        });
+      }
+    });
+    try {
+      await viewer.goto(`${nginx.url}/viewer?StudyInstanceUIDs=${study.studyInstanceUid}`);
+      const doc = viewer.locator('[data-cy^="study-browser-thumbnail"]', {
+        has: viewer.locator('[data-cy="series-modality-label"]', { hasText: /^DOC$/ }),
+      });
+      await doc.first().dblclick({ timeout: 60_000 });
+      // OHIF's PDF viewport: an <object> whose data is the PDF it fetched, as a blob: URL of the page.
+      const object = viewer.locator('object[type="application/pdf"][data]');
+      await object.waitFor({ state: 'attached', timeout: 60_000 });
+      const data = (await object.getAttribute('data')) as string;
+      expect(data).toMatch(new RegExp(`^blob:${nginx.url}/`));
+      // Give the plugin time to load (a blocked load is reported asynchronously), then: nothing blocked.
+      await viewer.waitForTimeout(2_000);
+      expect(blocked).toEqual([]);
+      // A browser with a PDF viewer (Debian's chromium has one, headless too) shows the blob in it,
+      // not OHIF's fallback text; one without would show the fallback whatever the policy.
+      if (await viewer.evaluate(() => navigator.pdfViewerEnabled)) {
+        await waitUntil('the PDF viewer showing the blob', async () => viewer.frames().some((f) => f.url() === data), 20_000);
+        expect(await viewer.getByText('No online PDF viewer installed').isVisible()).toBe(false);
+      }
+      await viewer.screenshot({ path: path.join(ARTIFACTS, 'report-pdf-viewer.png') });
+      // The kept PDF's bytes came from the image server (200), in OHIF's WADO-RS request for them.
+      const [report] = await t.db.query(`SELECT id FROM reports WHERE study_id = $1`, [studyId]);
+      const kept = (
+        await t.http.get(`/api/studies/${studyId}/reports/${report.id}/pdf`, { token: await login(t.http, doctor.email) })
+      ).raw;
+      const answers = await Promise.all(pdfAnswers.map(async (a) => ({ ...a, body: await a.body })));
+      const withPdf = answers.filter((a) => a.body.includes(kept)).map((a) => a.status);
+      expect({ withPdf, urls: answers.map((a) => a.url) }).toMatchObject({ withPdf: [200] });
+    } finally {
+      await viewer.close();
+    }
   });
 
   it('lists every study to report, 15 more at a click, and opens a study by UID on any page of its search', async () => {

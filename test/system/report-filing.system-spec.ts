@@ -1,8 +1,8 @@
 /**
  * Signed reports filed with the images, against a real Orthanc (docker/orthanc's configuration and
  * Lua): a device sends a study, the doctor signs its report, and the worker stores the PDF as a
- * DICOM Encapsulated PDF in the study's DOC series; the webhook re-indexes the study, which stays in
- * its clinic and unit and lists the series.
+ * DICOM Encapsulated PDF in a DOC series of the study, one per signing (told apart by description
+ * and number); the webhook re-indexes the study, which stays in its clinic and unit and lists the series.
  */
 import { getQueueToken } from '@nestjs/bull';
 import { TestingModule } from '@nestjs/testing';
@@ -156,7 +156,7 @@ describe('Signed reports filed in the image server', () => {
     expect((await orthancJson(`/series/${doc.imgsrv_series_id}`)).Instances).toHaveLength(1);
   });
 
-  it('a signed addendum files a new version in the same DOC series', async () => {
+  it('a signed addendum files the new version in a DOC series of its own, which a viewer tells apart from the first', async () => {
     const [report] = await t.db.query(`SELECT id FROM reports WHERE study_id = $1 AND kind = 'report'`, [studyId]);
     const addendum = await t.http.post(`/api/studies/${studyId}/reports/${report.id}/addenda`, {
       token: doctorToken,
@@ -164,12 +164,32 @@ describe('Signed reports filed in the image server', () => {
     });
     expect(addendum.status).toBe(201);
     await t.http.post(`/api/studies/${studyId}/reports/${addendum.body.id}/sign`, { token: doctorToken, body: { version: 1 } });
-    const { all, doc } = await docSeries(2);
-    expect(all.filter((s: { modality: string }) => s.modality === 'DOC')).toHaveLength(1);
-    const numbers = (await orthancJson(`/series/${doc.imgsrv_series_id}/instances`)).map(
-      (i: { MainDicomTags: { InstanceNumber: string } }) => i.MainDicomTags.InstanceNumber,
+    const docs = await waitFor(
+      'two DOC series',
+      async () => {
+        const res = await t.http.get(`/api/studies/${studyId}/series`, { token: doctorToken });
+        const found = (res.body as Array<{ modality: string; instance_count: number; imgsrv_series_id: string }>).filter(
+          (s) => s.modality === 'DOC',
+        );
+        return found.length === 2 && found.every((s) => s.instance_count === 1) ? found : null;
+      },
+      60_000,
     );
-    expect(numbers.sort()).toEqual(['1', '2']);
+    // What a viewer lists (OHIF: one entry per PDF, by series description and number): the report
+    // as signed, then the version with its addendum, each in its own series.
+    const filed = await Promise.all(
+      docs.map(async (s) => {
+        const [instance] = await orthancJson(`/series/${s.imgsrv_series_id}/instances`);
+        const tags = await orthancJson(`/instances/${instance.ID}/simplified-tags`);
+        return [tags.SeriesDescription, tags.SeriesNumber, tags.InstanceNumber, tags.SeriesInstanceUID];
+      }),
+    );
+    filed.sort((a, b) => Number(a[1]) - Number(b[1]));
+    expect(filed.map((f) => f.slice(0, 3))).toEqual([
+      ['Report', '9901', '1'],
+      ['Report, addendum 1', '9902', '2'],
+    ]);
+    expect(filed[0][3]).not.toBe(filed[1][3]);
     const [study] = await t.db.query(`SELECT tenant_id, unit_id FROM studies WHERE id = $1`, [studyId]);
     expect(study).toEqual({ tenant_id: tenant.id, unit_id: unit.id });
   });

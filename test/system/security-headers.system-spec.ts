@@ -98,8 +98,13 @@ describe('the proxy: page headers, and what never reaches the upstreams', () => 
       expect(scriptSrc.filter((source) => source.startsWith("'sha256-")).sort()).toEqual([...inline].sort());
       expect(scriptSrc).not.toContain("'unsafe-inline'");
       expect(scriptSrc).not.toContain("'unsafe-eval'");
-      expect(csp).toContain("frame-ancestors 'none'");
-      expect(csp).toContain("object-src 'none'");
+      // Exactly this policy: plugins and frames only from the page's own origin and its blob: URLs,
+      // for OHIF's PDF viewport (the filed report, shown by the browser's PDF viewer from a blob:).
+      expect(csp).toBe(
+        `default-src 'self'; script-src 'self' ${inline.join(' ')}; worker-src 'self'; style-src 'self' 'unsafe-inline'; ` +
+          "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; media-src 'self' blob:; manifest-src 'self'; " +
+          "object-src 'self' blob:; frame-src 'self' blob:; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+      );
       expect(headers.get('x-frame-options')).toBe('DENY');
       expect(headers.get('x-content-type-options')).toBe('nosniff');
       expect(headers.get('referrer-policy')).toBe('no-referrer');
