@@ -26,6 +26,13 @@ import { BrowserStack, startBrowserStack } from '../support/stack';
 
 jest.setTimeout(240_000);
 
+/** A date-time as the page shows it: dd/mm/yyyy HH:MM, 24 h, in the browser's (here the tests') zone. */
+function shownDateTime(at: Date | string): string {
+  const d = new Date(at);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(d.getDate())}/${two(d.getMonth() + 1)}/${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}`;
+}
+
 function pdfText(pdf: Buffer): string {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'report-page-')), 'r.pdf');
   writeFileSync(file, pdf);
@@ -224,9 +231,31 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     expect(preview).toMatchObject({ status: 200, type: 'application/pdf' });
     expect(pdfText(Buffer.from(preview.base64, 'base64'))).toContain('DRAFT');
 
+    // Sign asks first; declined, nothing is signed.
+    const asked: string[] = [];
+    page.once('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.click('#sign');
+    await page.waitForFunction(() => !(document.getElementById('sign') as HTMLButtonElement).disabled);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('cannot be changed');
+    expect(asked[0]).toContain('amended');
+    expect(await t.db.query(`SELECT status, version FROM reports WHERE study_id = $1`, [studyId])).toEqual([
+      { status: 'draft', version: 5 },
+    ]);
+    expect(await page.textContent('#status')).toBe('Not signed.');
+
+    page.once('dialog', (dialog) => void dialog.accept());
     await page.click('#sign');
     await page.getByText('Signed. The PDF is kept').waitFor({ timeout: 20_000 });
     await page.locator('#signed a.signed-pdf').waitFor();
+    // The signing time as the study dates: dd/mm/yyyy, and 24 h.
+    const [{ signed_at }] = await t.db.query(`SELECT signed_at FROM reports WHERE study_id = $1 AND status = 'final'`, [
+      studyId,
+    ]);
+    expect(await page.textContent('#signed li')).toContain(` on ${shownDateTime(signed_at)} — `);
     await page.screenshot({ path: path.join(ARTIFACTS, 'report-page.png') });
     await refreshReadmePicture('report-page.png');
     const signedAnswer = await opened(() => page.click('#signed a.signed-pdf'));
@@ -237,6 +266,119 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
       expect(text).toContain(expected);
     }
     expect(text).not.toContain('DRAFT');
+  });
+
+  it('sends the study on: the download link answers a ZIP with the session', async () => {
+    expect(await page.getAttribute('#download', 'href')).toBe(`/api/studies/${studyId}/archive`);
+    const answer = await page.evaluate(
+      async (url) => {
+        const response = await fetch(url);
+        const head = new Uint8Array(await response.arrayBuffer()).slice(0, 2);
+        return { status: response.status, type: response.headers.get('content-type'), head: String.fromCharCode(...head) };
+      },
+      (await page.getAttribute('#download', 'href')) as string,
+    );
+    expect(answer).toEqual({ status: 200, type: 'application/zip', head: 'PK' });
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+    expect(download.suggestedFilename()).toMatch(/\.zip$/);
+    await download.cancel();
+  });
+
+  it('sends the study on: a share link made on the page opens with its passcode, shows the study, and revoked answers 410', async () => {
+    // The API's field errors show beside the form.
+    await page.fill('#share-passcode', 'abc');
+    await page.click('#share-create');
+    await page.locator('#share-passcode-error').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await page.textContent('#share-passcode-error')).toMatch(/passcode/i);
+    expect(await page.locator('#share-created').isHidden()).toBe(true);
+    expect((await t.db.query(`SELECT count(*)::int AS n FROM shares WHERE study_id = $1`, [studyId]))[0].n).toBe(0);
+
+    await page.fill('#share-hours', '48');
+    await page.fill('#share-uses', '3');
+    await page.fill('#share-passcode', 'segredo-123');
+    await page.fill('#share-note', 'Dr. Paulo, neurologia');
+    await page.click('#share-create');
+    await page.locator('#share-created').waitFor({ state: 'visible', timeout: 20_000 });
+    expect(await page.locator('#share-passcode-error').isHidden()).toBe(true);
+    const [share] = await t.db.query(
+      `SELECT id, expires_at, max_uses, uses, note FROM shares WHERE study_id = $1 AND revoked_at IS NULL`,
+      [studyId],
+    );
+    expect(share).toMatchObject({ max_uses: 3, uses: 0, note: 'Dr. Paulo, neurologia' });
+    const link = await page.inputValue('#share-link');
+    expect(link).toMatch(new RegExp(`^${nginx.url}/s/[A-Za-z0-9_-]{43}$`));
+    const created = (await page.textContent('#share-created')) as string;
+    expect(created).toContain(`Expires ${shownDateTime(share.expires_at)}`);
+    expect(created).toContain('3 uses');
+    expect(created).toContain('shown only now');
+    // Copy puts the whole link on the clipboard.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: nginx.url });
+    await page.click('#share-copy');
+    await page.getByText('Copied.').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
+    // The study's shares, listed.
+    const row = page.locator('#shares tbody tr', { hasText: 'Dr. Paulo, neurologia' });
+    await row.waitFor();
+    expect(await row.locator('td').allTextContents()).toEqual([
+      'Dr. Paulo, neurologia',
+      'Dra. Conceição Lima',
+      shownDateTime(share.expires_at),
+      '0 / 3',
+      'yes',
+      'active',
+      'Revoke',
+    ]);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'report-page-share.png'), fullPage: true });
+
+    // The recipient, in a browser of their own: the passcode, then the study.
+    const recipient = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const shared = await recipient.newPage();
+      await shared.goto(link);
+      await shared.locator('#passcode').waitFor({ state: 'visible', timeout: 15_000 });
+      await shared.fill('#passcode', 'segredo-123');
+      await shared.click('#submit');
+      await shared.locator('#open-report').waitFor({ state: 'visible', timeout: 15_000 });
+      expect(await shared.textContent('#shared-patient')).toBe('SÃO JOSÉ, MARIA DA CONCEIÇÃO');
+      const line = (await shared.textContent('#shared-study-line')) as string;
+      for (const expected of ['10/03/2024', 'TC de crânio', 'CT']) expect(line).toContain(expected);
+      expect((await t.db.query(`SELECT uses FROM shares WHERE id = $1`, [share.id]))[0].uses).toBe(1);
+
+      // Revoke asks first; declined, the link stays.
+      page.once('dialog', (dialog) => void dialog.dismiss());
+      await row.locator('button.revoke').click();
+      await page.waitForTimeout(500);
+      expect((await t.db.query(`SELECT revoked_at FROM shares WHERE id = $1`, [share.id]))[0].revoked_at).toBeNull();
+      page.once('dialog', (dialog) => void dialog.accept());
+      await row.locator('button.revoke').click();
+      await row.locator('td', { hasText: /^revoked / }).waitFor({ timeout: 20_000 });
+      expect(await row.locator('button.revoke').count()).toBe(0);
+      expect((await t.db.query(`SELECT revoked_at FROM shares WHERE id = $1`, [share.id]))[0].revoked_at).not.toBeNull();
+
+      const again = await recipient.newPage();
+      await again.goto(link);
+      await again.waitForFunction(
+        () => document.getElementById('status')?.textContent === 'This link has been revoked.',
+        null,
+        {
+          timeout: 15_000,
+        },
+      );
+      const open = await again.evaluate(
+        async (token) => {
+          const response = await fetch('/api/shares/open', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ token, passcode: 'segredo-123' }),
+          });
+          return response.status;
+        },
+        link.slice(link.lastIndexOf('/') + 1),
+      );
+      expect(open).toBe(410);
+    } finally {
+      await recipient.close();
+    }
   });
 
   it("files the PDF as the study's DOC series, which the viewer shows; its Reports button opens this study's report", async () => {
@@ -355,5 +497,32 @@ describe('The report page in a browser: write, preset, save, a stale save refuse
     await page.waitForURL(`${nginx.url}/reports?study=${target.id}`, { timeout: 30_000 });
     await page.locator('#patient').getByText('MUITOS, ESTUDOS').waitFor();
     expect(await page.textContent('#study-line')).toContain('01/01/2019');
+  });
+
+  it('discards the draft after asking: the API then has none and the study is to report again', async () => {
+    const fresh = await createStudy(t.db, { ...place, patient_id: 'RP-DISCARD', patient_name: 'RASCUNHO^DESCARTADO' });
+    await page.goto(`${nginx.url}/reports?study=${fresh.id}`);
+    await page.locator('#patient').getByText('RASCUNHO, DESCARTADO').waitFor();
+    expect(await page.locator('#discard').isHidden()).toBe(true);
+    await page.fill('#findings', 'Texto que será descartado.');
+    await saved(page, 1);
+    await page.locator('#discard').waitFor({ state: 'visible' });
+    const reports = async () =>
+      (await t.http.get(`/api/studies/${fresh.id}/reports`, { token: await login(t.http, doctor.email) })).body;
+
+    // Declined: the draft stays.
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await page.click('#discard');
+    await page.waitForTimeout(500);
+    expect(await reports()).toHaveLength(1);
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('#discard');
+    await page.getByText('Draft discarded.').waitFor({ timeout: 20_000 });
+    expect(await reports()).toEqual([]);
+    expect((await t.db.query(`SELECT report_status FROM studies WHERE id = $1`, [fresh.id]))[0].report_status).toBe('pending');
+    expect(await page.inputValue('#findings')).toBe('');
+    expect(await page.locator('#discard').isHidden()).toBe(true);
+    await page.locator('#worklist li', { hasText: 'RASCUNHO, DESCARTADO' }).waitFor();
   });
 });

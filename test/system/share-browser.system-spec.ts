@@ -54,6 +54,7 @@ describe('a share link in a browser', () => {
       patientId: 'SHARE-1',
       patientName: 'SHARED^PATIENT',
       studyDate: '20240115',
+      studyDescription: 'Tórax',
       series: [{ modality: 'CT', seriesNumber: 1, instances: 2, rows: 256, columns: 256 }],
     });
     await sendWithStorescu(study.files, { aet, port: orthanc.dicomPort });
@@ -153,6 +154,35 @@ describe('a share link in a browser', () => {
       await page.locator('#open-report').waitFor({ state: 'visible', timeout: 15_000 });
       expect(await page.locator('#status').textContent()).toBe('The study has a signed report.');
       expect(await page.locator('#open-images').getAttribute('href')).toMatch(/^\/viewer\?StudyInstanceUIDs=/);
+      // The study, from the open answer: the patient as people read the name, the date as dd/mm/yyyy.
+      expect(await page.textContent('#shared-patient')).toBe('SHARED, PATIENT');
+      expect(await page.textContent('#shared-study-line')).toBe('15/01/2024 · CT · Tórax');
+      // The two actions stand out from the page: text against its background at 4.5:1 at least (WCAG AA).
+      for (const id of ['open-images', 'open-report']) {
+        const look = await page.evaluate((which) => {
+          const rgb = (color: string) => (color.match(/[\d.]+/g) ?? []).map(Number);
+          const luminance = ([r, g, b]: number[]) => {
+            const c = [r, g, b].map((v) => v / 255).map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+            return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+          };
+          const link = document.getElementById(which) as HTMLElement;
+          let back: Element | null = link;
+          while (
+            back &&
+            (rgb(getComputedStyle(back).backgroundColor)[3] === 0 || getComputedStyle(back).backgroundColor === 'transparent')
+          )
+            back = back.parentElement;
+          const [a, b] = [
+            luminance(rgb(getComputedStyle(link).color)),
+            luminance(rgb(getComputedStyle(back ?? document.body).backgroundColor)),
+          ];
+          const box = link.getBoundingClientRect();
+          return { contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), height: box.height };
+        }, id);
+        expect(look.contrast).toBeGreaterThanOrEqual(4.5);
+        expect(look.height).toBeGreaterThanOrEqual(32);
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, 'share-opened.png') });
       const head = await page.evaluate(async () => {
         const href = (document.getElementById('open-report') as HTMLAnchorElement).href;
         const bytes = new Uint8Array(await (await fetch(href)).arrayBuffer());

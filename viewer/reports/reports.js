@@ -3,7 +3,11 @@
  * the worklist is GET /api/studies?report_status=..., a study's reports GET /api/studies/{id}/reports,
  * a draft is created on the first keystroke and then saved as the doctor types (PATCH with the
  * version it was made on: a stale save is refused by the API with 409 and said here, never
- * overwritten), the preview and the signed report are the API's PDFs.
+ * overwritten), the preview and the signed report are the API's PDFs. Signing asks first (a signed
+ * report is never changed, only amended); a draft can be discarded (DELETE). "Send the study on": the
+ * study's ZIP (GET /api/studies/{id}/archive, a plain link: the cookie authenticates) and its share
+ * links (POST/GET /api/studies/{id}/shares, DELETE .../shares/{shareId} to revoke); a new link's
+ * token is in the API's answer only, so the page shows the whole link once, to copy.
  */
 (function () {
   'use strict';
@@ -106,6 +110,13 @@
     return [(c[0] || '').trim(), rest].filter(Boolean).join(', ') || String(pn || '');
   }
   function shownDate(iso) { return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : ''; }
+  function two(n) { return (n < 10 ? '0' : '') + n; }
+  /* A moment (ISO 8601) as the study dates read, in the browser's zone and 24 h: "29/11/2026 17:11". */
+  function shownDateTime(iso) {
+    if (!iso) return '';
+    var d = new Date(iso);
+    return two(d.getDate()) + '/' + two(d.getMonth() + 1) + '/' + d.getFullYear() + ' ' + two(d.getHours()) + ':' + two(d.getMinutes());
+  }
   function status(message) { text($('status'), message); }
   function firstError(body) {
     if (body && body.errors) {
@@ -195,7 +206,7 @@
     reports.filter(function (r) { return r.status === 'final'; }).forEach(function (r) {
       var item = el('li');
       item.appendChild(text(el('span'), (r.kind === 'report' ? 'Report' : 'Addendum') + ' signed by ' + r.signed_by.name +
-        (r.signed_by.crm ? ' (CRM ' + r.signed_by.crm + ')' : '') + ' on ' + new Date(r.signed_at).toLocaleString() + ' — '));
+        (r.signed_by.crm ? ' (CRM ' + r.signed_by.crm + ')' : '') + ' on ' + shownDateTime(r.signed_at) + ' — '));
       var link = el('a', 'signed-pdf', 'signed PDF');
       link.href = pdfUrl(r.kind === 'report' ? r : final || r);
       link.target = '_blank';
@@ -224,6 +235,7 @@
     if (state.draft) $('preview').href = pdfUrl(state.draft);
     $('sign').hidden = !state.draft && !!final;
     $('add-addendum').hidden = !final || !!state.draft;
+    $('discard').hidden = !state.draft;
   }
 
   function loadReports() {
@@ -274,7 +286,7 @@
       Array.prototype.forEach.call($('worklist').children, function (li) {
         li.className = li.dataset.studyId === id ? 'current' : '';
       });
-      return Promise.all([loadReports(), loadPresets()]);
+      return Promise.all([loadReports(), loadPresets(), resetSendOn()]);
     });
   }
 
@@ -305,6 +317,7 @@
         state.draft = answer.body;
         $('preview').href = pdfUrl(answer.body);
         $('preview').hidden = false;
+        $('discard').hidden = false;
         status(state.dirty ? 'Unsaved changes…' : 'Draft saved (version ' + answer.body.version + ').');
         if (answer.status === 201) loadWorklist();
       } else if (answer.status === 409) {
@@ -328,6 +341,11 @@
       // What is on screen is what gets signed: not while the last changes are unsaved (said in the status).
       if (state.stale || state.dirty) return;
       if (!state.draft) { status('Write the report before signing.'); return; }
+      var what = state.draft.kind === 'addendum' ? 'addendum' : 'report';
+      if (!window.confirm('Sign this ' + what + '? A signed ' + what + ' cannot be changed, only amended with an addendum.')) {
+        status('Not signed.');
+        return;
+      }
       status('Signing…');
       return api('POST', '/api/studies/' + state.study.id + '/reports/' + state.draft.id + '/sign', { version: state.draft.version })
         .then(function (answer) {
@@ -340,6 +358,156 @@
           status('Not signed: ' + firstError(answer.body));
         });
     }).then(function () { $('sign').disabled = false; }, function () { $('sign').disabled = false; });
+  }
+
+  /** Deletes the draft (the API's DELETE: a draft only), after asking; unsaved changes go with it. */
+  function discard() {
+    if (!state.draft) return;
+    var what = state.draft.kind === 'addendum' ? 'addendum' : 'report';
+    if (!window.confirm('Discard this draft ' + what + '? Its text is deleted and cannot be brought back.')) return;
+    clearTimeout(state.timer);
+    state.dirty = false;
+    $('discard').disabled = true;
+    (state.saving || Promise.resolve()).then(function () {
+      if (!state.draft) return;
+      return api('DELETE', '/api/studies/' + state.study.id + '/reports/' + state.draft.id).then(function (answer) {
+        if (answer.status === 204 || answer.status === 404) {
+          return loadReports().then(function () {
+            status(answer.status === 204 ? 'Draft discarded.' : 'This draft was already deleted elsewhere.');
+            loadWorklist();
+          });
+        }
+        status('Not discarded: ' + firstError(answer.body));
+      });
+    }).then(function () { $('discard').disabled = false; }, function () { $('discard').disabled = false; });
+  }
+
+  /* Sending the study on: its ZIP and its share links. */
+  var SHARE_FIELDS = { expires_in_hours: 'share-hours', max_uses: 'share-uses', passcode: 'share-passcode', note: 'share-note' };
+
+  function showShareErrors(errors) {
+    Object.keys(SHARE_FIELDS).forEach(function (field) {
+      var node = $(SHARE_FIELDS[field] + '-error');
+      var messages = errors && errors[field];
+      text(node, messages ? messages.join(' ') : '');
+      node.hidden = !messages;
+      $(SHARE_FIELDS[field]).setAttribute('aria-invalid', messages ? 'true' : 'false');
+    });
+  }
+
+  function resetSendOn() {
+    $('download').href = '/api/studies/' + encodeURIComponent(state.study.id) + '/archive';
+    $('share-form').reset();
+    showShareErrors(null);
+    $('share-error').hidden = true;
+    $('share-created').hidden = true;
+    $('share-link').value = '';
+    text($('share-copy-status'), '');
+    return loadShares();
+  }
+
+  function shareState(share) {
+    if (share.revoked_at) return 'revoked ' + shownDateTime(share.revoked_at);
+    if (new Date(share.expires_at).getTime() <= Date.now()) return 'expired';
+    if (share.uses >= share.max_uses) return 'used up';
+    return 'active';
+  }
+
+  function loadShares() {
+    var studyId = state.study.id;
+    return api('GET', '/api/studies/' + encodeURIComponent(studyId) + '/shares').then(function (answer) {
+      if (!state.study || state.study.id !== studyId) return;
+      var shares = answer.status === 200 ? answer.body : [];
+      var body = $('shares').tBodies[0];
+      body.textContent = '';
+      shares.forEach(function (share) {
+        var row = el('tr');
+        var now = shareState(share);
+        if (now !== 'active') row.className = 'inactive';
+        [
+          share.note || '—',
+          share.created_by ? share.created_by.name : '—',
+          shownDateTime(share.expires_at),
+          share.uses + ' / ' + share.max_uses,
+          share.has_passcode ? 'yes' : 'no',
+          now,
+        ].forEach(function (value) { row.appendChild(el('td', null, value)); });
+        var action = el('td');
+        if (!share.revoked_at) {
+          var revoke = el('button', 'revoke secondary', 'Revoke');
+          revoke.type = 'button';
+          revoke.addEventListener('click', function () { revokeShare(share, revoke); });
+          action.appendChild(revoke);
+        }
+        row.appendChild(action);
+        body.appendChild(row);
+      });
+      $('shares').hidden = !shares.length;
+      $('shares-empty').hidden = shares.length > 0;
+      if (answer.status !== 200) {
+        $('shares-empty').hidden = false;
+        text($('shares-empty'), 'The study’s links cannot be listed: ' + firstError(answer.body));
+      } else {
+        text($('shares-empty'), 'No share links yet.');
+      }
+    });
+  }
+
+  function revokeShare(share, button) {
+    var whom = share.note ? ' (' + share.note + ')' : '';
+    if (!window.confirm('Revoke this link' + whom + '? It stops opening the study at once, also for whoever has it open now.')) return;
+    button.disabled = true;
+    api('DELETE', '/api/studies/' + encodeURIComponent(state.study.id) + '/shares/' + encodeURIComponent(share.id)).then(function (answer) {
+      if (answer.status !== 204) window.alert('Not revoked: ' + firstError(answer.body));
+      return loadShares();
+    }).then(function () { button.disabled = false; }, function () { button.disabled = false; });
+  }
+
+  /** An empty number field is left to the API's default; anything else is sent for the API to judge. */
+  function shareBody() {
+    var body = {};
+    [['expires_in_hours', 'share-hours'], ['max_uses', 'share-uses']].forEach(function (pair) {
+      var value = $(pair[1]).value.trim();
+      if (value !== '') body[pair[0]] = Number(value);
+    });
+    if ($('share-passcode').value !== '') body.passcode = $('share-passcode').value;
+    if ($('share-note').value.trim() !== '') body.note = $('share-note').value.trim();
+    return body;
+  }
+
+  function createShare(event) {
+    event.preventDefault();
+    showShareErrors(null);
+    $('share-error').hidden = true;
+    $('share-create').disabled = true;
+    api('POST', '/api/studies/' + encodeURIComponent(state.study.id) + '/shares', shareBody()).then(function (answer) {
+      if (answer.status === 201) {
+        var share = answer.body;
+        $('share-link').value = window.location.origin + share.url;
+        text($('share-created-meta'), 'Expires ' + shownDateTime(share.expires_at) + ' · ' + share.uses + ' of ' + share.max_uses +
+          ' uses · ' + (share.has_passcode ? 'with a passcode: give it to the recipient separately' : 'no passcode'));
+        text($('share-copy-status'), '');
+        $('share-created').hidden = false;
+        $('share-form').reset();
+        $('share-link').focus();
+        $('share-link').select();
+        return loadShares();
+      }
+      if (answer.status === 422 && answer.body && answer.body.errors) return showShareErrors(answer.body.errors);
+      text($('share-error'), 'No link: ' + firstError(answer.body));
+      $('share-error').hidden = false;
+    }).then(function () { $('share-create').disabled = false; }, function () { $('share-create').disabled = false; });
+  }
+
+  /** The clipboard API where the browser allows it; else the link stays selected, to copy by hand. */
+  function copyShare() {
+    var link = $('share-link');
+    link.focus();
+    link.select();
+    var said = function (message) { text($('share-copy-status'), message); };
+    var manually = function () { said('Copy it by hand: the link is selected (Ctrl+C or ⌘C).'); };
+    if (!navigator.clipboard || !navigator.clipboard.writeText) return manually();
+    navigator.clipboard.writeText(link.value).then(function () { said('Copied.'); }, manually);
   }
 
   function applyPreset() {
@@ -370,6 +538,9 @@
   $('apply-preset').addEventListener('click', applyPreset);
   $('sign').addEventListener('click', sign);
   $('add-addendum').addEventListener('click', addAddendum);
+  $('discard').addEventListener('click', discard);
+  $('share-form').addEventListener('submit', createShare);
+  $('share-copy').addEventListener('click', copyShare);
   $('reload').addEventListener('click', function () { loadReports(); });
   $('report').addEventListener('submit', function (event) { event.preventDefault(); });
   $('sign-out').addEventListener('click', function () {

@@ -3,7 +3,7 @@
  * passcode too when the link asks for it (401). Opened, the viewer shows that one study with the
  * viewer token it gave (the viewer's `token` parameter: no study list); when the study has a signed
  * report, the page offers the images and the report (GET /api/shares/report with the same viewer
- * token, shown from a blob). Each opening is one of the link's uses. The API's own message is shown on any refusal (expired, used up, revoked, locked).
+ * token, shown from a blob), under the study it is (from the open answer). Each opening is one of the link's uses. The API's own message is shown on any refusal (expired, used up, revoked, locked).
  */
 (function () {
   'use strict';
@@ -15,6 +15,34 @@
 
   function say(message) {
     status.textContent = message;
+  }
+
+  /* A DICOM person name as people read it, as the report page and the PDF print it: "SILVA, JOÃO". */
+  function shownName(pn) {
+    var c = String(pn || '').split('=')[0].split('^');
+    var rest = [c[3], c[1], c[2], c[4]]
+      .map(function (part) {
+        return (part || '').trim();
+      })
+      .filter(Boolean)
+      .join(' ');
+    return [(c[0] || '').trim(), rest].filter(Boolean).join(', ') || String(pn || '');
+  }
+
+  function shownDate(iso) {
+    return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : '';
+  }
+
+  /** The study the link opens. DOC, the series the signed report is filed in, is offered as the report. */
+  function showStudy(study) {
+    document.getElementById('shared-patient').textContent = shownName(study.patient_name);
+    var modalities = (study.modalities || []).filter(function (m) {
+      return m !== 'DOC';
+    });
+    document.getElementById('shared-study-line').textContent = [shownDate(study.study_date), modalities.join('/'), study.study_description]
+      .filter(Boolean)
+      .join(' · ');
+    document.getElementById('shared-study').hidden = false;
   }
 
   function refuse(message) {
@@ -49,12 +77,13 @@
             '&token=' +
             encodeURIComponent(answer.body.viewer_token);
           keepForReload(answer.body.study.study_instance_uid, answer.body.viewer_token, answer.body.expires_in);
+          form.hidden = true;
+          showStudy(answer.body.study);
           if (!answer.body.has_report) {
             say('Opening the viewer…');
             window.location.replace(viewerUrl);
             return;
           }
-          form.hidden = true;
           offer(viewerUrl, answer.body.viewer_token);
           return;
         }
