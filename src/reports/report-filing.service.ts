@@ -20,8 +20,8 @@ const dicomTime = (at: Date) => at.toISOString().slice(11, 19).replace(/:/g, '')
  * signed addenda). Each version has its own series, so that a viewer, which lists a study's
  * documents by series description and number (OHIF: one entry per PDF), tells them apart:
  * "Report" 9901, "Report, addendum 1" 9902, ... The UID is derived from the study and the version
- * (a retry lands in the same series); version 1 keeps the UID every report PDF had before versions
- * got series of their own, so a PDF filed then and filed again makes the same instance.
+ * (a retry lands in the same series); version 1 keeps the study-only seed that reports already
+ * filed carry, so such a PDF filed again makes the same instance.
  */
 export function reportSeries(studyId: string, version: number) {
   const n = Number(version);
@@ -35,9 +35,10 @@ export function reportSeries(studyId: string, version: number) {
 /**
  * Files a kept report PDF in the image server as a DICOM Encapsulated PDF under the study, in the
  * `DOC` series of its version (reportSeries). The instance's UID is chosen once and kept, so a
- * retry stores the same instance; a PDF already filed is not sent again. The webhook brings the new instance back to
- * ingestion, which re-indexes the study; an instance written through REST carries no device, and
- * the study keeps its clinic and unit (ingestion places a study by the instances its devices sent).
+ * retry stores the same instance; a PDF already filed is not sent again. The webhook brings the new
+ * instance back to ingestion, which re-indexes the study; an instance written through REST carries
+ * no device, and the study keeps its clinic and unit (ingestion places a study by the instances its
+ * devices sent).
  */
 @Injectable()
 export class ReportFilingService {
