@@ -30,16 +30,16 @@ export function dataSourceOptions(databaseUrl: string, settings: ConnectionSetti
       ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
       // Sent in the startup message, as `PGOPTIONS` would be. No parallel workers: the service's
       // statements read index ranges of at most thousands of rows, and starting workers took longer
-      // than that (a one-match search page at 3,000,000 studies: 25.5 ms with 2 workers planned on a
-      // guessed estimate, 0.2 ms without); under load they would take cores from other requests.
-      // No JIT compilation either, for the same statements: it starts on estimated costs, which
-      // are large wherever a plan does not know its LIMIT, and a walk that runs in 0.3 ms spent
-      // 11-13 ms compiling first (generic plans at 3,000,000 studies).
-      // Prepared list statements are planned for each execution's values (PreparedQueries).
+      // (a one-match search page at 3,000,000 studies: 25.5 ms with 2 workers, 0.2 ms without). No
+      // JIT either: it starts on estimated costs, large wherever a plan does not know its LIMIT (a
+      // 0.3 ms walk spent 11-13 ms compiling first). Prepared list statements are planned for each
+      // execution's values. Dates are read and written as YYYY-MM-DD whatever the server's
+      // DateStyle (`SQL, DMY` gave 15/01/2024 and 500s).
       options: [
         '-c max_parallel_workers_per_gather=0',
         '-c plan_cache_mode=force_custom_plan',
         '-c jit=off',
+        '-c DateStyle=ISO,YMD',
         ...(workMemMb > 0 ? [`-c work_mem=${workMemMb}MB`] : []),
       ].join(' '),
     },

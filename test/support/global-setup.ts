@@ -20,5 +20,9 @@ export default async function globalSetup(): Promise<void> {
     PACS_TEST_RUN_ID: runId,
   });
   const dataSource = await openDataSource(loadConfig().DATABASE_URL, { migrate: true });
+  // The database's own defaults are not the usual ones, as a clinic's DBA might set them: no answer
+  // may depend on the server's DateStyle or time zone (the service pins the DateStyle it reads).
+  await dataSource.query(`ALTER DATABASE "pacs_test_${runId}" SET datestyle = 'SQL, DMY'`);
+  await dataSource.query(`ALTER DATABASE "pacs_test_${runId}" SET timezone = 'America/Sao_Paulo'`);
   await dataSource.destroy();
 }
