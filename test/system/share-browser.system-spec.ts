@@ -93,6 +93,8 @@ describe('a share link in a browser', () => {
       await page.goto(`${nginx.url}${share.body.url}`);
       await page.locator('#passcode').waitFor({ state: 'visible', timeout: 15_000 });
       expect(await page.locator('#status').textContent()).toBe('This study is protected by a passcode.');
+      // Nothing to open before the passcode: no images button leading to a sign-in.
+      expect(await page.locator('#opened').isHidden()).toBe(true);
       await page.fill('#passcode', 'not-the-passcode');
       await page.click('#submit');
       await page.locator('#error').waitFor({ state: 'visible' });
@@ -135,6 +137,7 @@ describe('a share link in a browser', () => {
         timeout: 15_000,
       });
       expect(await page.locator('#passcode-form').isHidden()).toBe(true);
+      expect(await page.locator('#opened').isHidden()).toBe(true);
     } finally {
       await page.close();
     }
