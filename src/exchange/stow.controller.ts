@@ -26,9 +26,20 @@ export class StowQueryDto {
 }
 
 class StowAnswerDto {
-  @ApiProperty({ required: false, description: 'FailedSOPSequence: refused instances, 00081197 and 00000902 say why' })
+  // A DICOM JSON attribute: { vr: 'SQ', Value: [ items ] }.
+  @ApiProperty({
+    required: false,
+    type: Object,
+    additionalProperties: true,
+    description: 'FailedSOPSequence: refused instances, 00081197 and 00000902 say why',
+  })
   '00081198'?: object;
-  @ApiProperty({ required: false, description: 'ReferencedSOPSequence: the stored instances' })
+  @ApiProperty({
+    required: false,
+    type: Object,
+    additionalProperties: true,
+    description: 'ReferencedSOPSequence: the stored instances',
+  })
   '00081199'?: object;
 }
 

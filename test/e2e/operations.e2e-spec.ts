@@ -31,6 +31,20 @@ describe('Operations: health, API docs, CLI', () => {
     expect(res.body.paths['/api/me'].get.security).toEqual(expect.arrayContaining([{ bearer: [] }]));
   });
 
+  it('gives every property of the OpenAPI schemas its type: a text field is a string, not an object', async () => {
+    const res = await t.http.get('/api/docs-json');
+    const schemas = res.body.components.schemas as Record<string, { properties?: Record<string, Record<string, unknown>> }>;
+    const untyped: string[] = [];
+    for (const [name, schema] of Object.entries(schemas)) {
+      for (const [property, definition] of Object.entries(schema.properties ?? {})) {
+        const described =
+          definition.$ref || definition.allOf || definition.oneOf || definition.properties || definition.additionalProperties;
+        if (definition.type === 'object' && !described) untyped.push(`${name}.${property}`);
+      }
+    }
+    expect(untyped).toEqual([]);
+  });
+
   it('serves Swagger UI at /api/docs', async () => {
     const res = await t.http.get('/api/docs');
     expect(res.status).toBe(200);

@@ -66,17 +66,21 @@ export class AccessTrailEntryDto {
   action: string;
   @ApiProperty({ type: AccessTrailUserDto, nullable: true, description: "null for a share's reader" })
   user: AccessTrailUserDto | null;
-  @ApiProperty({ format: 'uuid', nullable: true })
+  @ApiProperty({ type: String, format: 'uuid', nullable: true })
   share_id: string | null;
-  @ApiProperty({ format: 'uuid', nullable: true })
+  @ApiProperty({ type: String, format: 'uuid', nullable: true })
   tenant_id: string | null;
-  @ApiProperty({ format: 'uuid', nullable: true })
+  @ApiProperty({ type: String, format: 'uuid', nullable: true })
   study_id: string | null;
-  @ApiProperty({ nullable: true, description: 'The DICOM Patient ID' })
+  @ApiProperty({ type: String, nullable: true, description: 'The DICOM Patient ID' })
   patient_id: string | null;
-  @ApiProperty({ nullable: true })
+  @ApiProperty({ type: String, nullable: true })
   ip: string | null;
-  @ApiProperty({ nullable: true, description: 'study.search: how many studies it returned (never the search text)' })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    description: 'study.search: how many studies it returned (never the search text)',
+  })
   count: number | null;
 }
 

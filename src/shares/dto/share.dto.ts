@@ -15,12 +15,23 @@ export class CreateShareDto {
   @NumberInRange('max_uses', 1, 1000, { integer: true })
   max_uses?: number;
 
-  @ApiPropertyOptional({ minLength: 6, maxLength: 64, description: 'Asked of the recipient before the study opens' })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    minLength: 6,
+    maxLength: 64,
+    description: 'Asked of the recipient before the study opens',
+  })
   @IfPresentAndNotNull()
   @StringRules('passcode', { min: 6, max: 64 })
   passcode?: string | null;
 
-  @ApiPropertyOptional({ maxLength: 255, description: 'For the clinic: who the link was given to, why' })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    maxLength: 255,
+    description: 'For the clinic: who the link was given to, why',
+  })
   @IfPresentAndNotNull()
   @StringRules('note', { max: 255 })
   note?: string | null;
@@ -34,7 +45,7 @@ export class OpenShareDto {
 
   // No length rule: a token or passcode of any length is only unknown (404) or wrong (401), never a
   // 422 (decisions.md 3d); the body limit bounds it, and the share's lock how many are hashed.
-  @ApiPropertyOptional({ description: "The share's passcode, when it has one" })
+  @ApiPropertyOptional({ type: String, nullable: true, description: "The share's passcode, when it has one" })
   @IfPresentAndNotNull()
   @StringRules('passcode')
   passcode?: string | null;
