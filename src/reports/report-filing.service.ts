@@ -24,11 +24,10 @@ const dicomTime = (at: Date) => at.toISOString().slice(11, 19).replace(/:/g, '')
  * filed carry, so such a PDF filed again makes the same instance.
  */
 export function reportSeries(studyId: string, version: number) {
-  const n = Number(version);
   return {
-    SeriesInstanceUID: uidFromSeed(n === 1 ? `report-series:${studyId}` : `report-series:${studyId}:${n}`),
-    SeriesDescription: n === 1 ? 'Report' : `Report, addendum ${n - 1}`,
-    SeriesNumber: String(9900 + n),
+    SeriesInstanceUID: uidFromSeed(version === 1 ? `report-series:${studyId}` : `report-series:${studyId}:${version}`),
+    SeriesDescription: version === 1 ? 'Report' : `Report, addendum ${version - 1}`,
+    SeriesNumber: String(9900 + version),
   };
 }
 

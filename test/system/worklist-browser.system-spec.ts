@@ -216,40 +216,31 @@ describe("The doctors' worklist in a browser: sign in, list, search, open, sign 
   // includesString: case-insensitive, but accents and wildcards as typed), hiding the rows the
   // archive found for "joao" (JOÃO), "cranio" (crânio) or "wl?a1" (WL-A1): app-config.js leaves the
   // text filters to the archive. Each test ends with OHIF's "Reset", the whole list again.
-  it('finds an accented name from a fragment typed without accents, in lower case', async () => {
+  /** What is typed in a filter box finds the first study only, at the archive and in OHIF's list. */
+  const findsTheFirst = async (box: string, typed: string, asked: string, screenshot?: string) => {
     try {
-      const last = await searchBy('Patient', 'joao');
-      expect(decodeURIComponent(last.url)).toContain('PatientName=*joao*');
+      const last = await searchBy(box, typed);
+      expect(decodeURIComponent(last.url)).toContain(asked);
       expect(listedUids(last)).toEqual([ours[0].study.studyInstanceUid]);
       await showsOnlyTheFirst();
-      await page.screenshot({ path: path.join(ARTIFACTS, 'worklist-search-unaccented.png') });
+      if (screenshot) await page.screenshot({ path: path.join(ARTIFACTS, screenshot) });
     } finally {
       await resetFilters();
     }
-  });
+  };
 
-  it('finds a description typed without accents', async () => {
-    try {
-      const last = await searchBy('Description', 'cranio');
-      expect(decodeURIComponent(last.url)).toContain('StudyDescription=*cranio*');
-      expect(listedUids(last)).toEqual([ours[0].study.studyInstanceUid]);
-      await showsOnlyTheFirst();
-    } finally {
-      await resetFilters();
-    }
-  });
+  it('finds an accented name from a fragment typed without accents, in lower case', () =>
+    findsTheFirst('Patient', 'joao', 'PatientName=*joao*', 'worklist-search-unaccented.png'));
+
+  it('finds a description typed without accents', () => findsTheFirst('Description', 'cranio', 'StudyDescription=*cranio*'));
 
   it("finds an MRN with QIDO's one-character wildcard, as the archive matches it", async () => {
     // OHIF drops its MRN column from a list this narrow (1280 px with the preview panel open).
     await page.setViewportSize({ width: 1920, height: 800 });
     try {
       // "wl?a1" is WL-A1 at the archive (`?`: one character, ids case-insensitively).
-      const last = await searchBy('MRN', 'wl?a1');
-      expect(decodeURIComponent(last.url)).toContain('00100020=*wl?a1*');
-      expect(listedUids(last)).toEqual([ours[0].study.studyInstanceUid]);
-      await showsOnlyTheFirst();
+      await findsTheFirst('MRN', 'wl?a1', '00100020=*wl?a1*');
     } finally {
-      await resetFilters();
       await page.setViewportSize({ width: 1280, height: 800 });
     }
   });

@@ -103,13 +103,8 @@
     if (value !== undefined) text(node, value);
     return node;
   }
-  /* A DICOM person name as the PDF prints it (personName in render-report.ts): "SOUZA, ANA MARIA". */
-  function shownName(pn) {
-    var c = String(pn || '').split('=')[0].split('^');
-    var rest = [c[3], c[1], c[2], c[4]].map(function (part) { return (part || '').trim(); }).filter(Boolean).join(' ');
-    return [(c[0] || '').trim(), rest].filter(Boolean).join(', ') || String(pn || '');
-  }
-  function shownDate(iso) { return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : ''; }
+  var shownName = window.pacsShown.name;
+  var shownDate = window.pacsShown.date;
   function two(n) { return (n < 10 ? '0' : '') + n; }
   /* A moment (ISO 8601) as the study dates read, in the browser's zone and 24 h: "29/11/2026 17:11". */
   function shownDateTime(iso) {

@@ -17,21 +17,8 @@
     status.textContent = message;
   }
 
-  /* A DICOM person name as people read it, as the report page and the PDF print it: "SILVA, JOÃO". */
-  function shownName(pn) {
-    var c = String(pn || '').split('=')[0].split('^');
-    var rest = [c[3], c[1], c[2], c[4]]
-      .map(function (part) {
-        return (part || '').trim();
-      })
-      .filter(Boolean)
-      .join(' ');
-    return [(c[0] || '').trim(), rest].filter(Boolean).join(', ') || String(pn || '');
-  }
-
-  function shownDate(iso) {
-    return iso ? iso.slice(8, 10) + '/' + iso.slice(5, 7) + '/' + iso.slice(0, 4) : '';
-  }
+  var shownName = window.pacsShown.name;
+  var shownDate = window.pacsShown.date;
 
   /** The study the link opens. DOC, the series the signed report is filed in, is offered as the report. */
   function showStudy(study) {

@@ -364,9 +364,9 @@ function drawLetterhead(
 }
 
 /**
- * A DICOM person name (PN) as people read it, as the report page shows it: its first, alphabetic
- * group, the family name, then prefix, given and middle names and suffix (`SOUZA^ANA^MARIA` is
- * "SOUZA, ANA MARIA"); a name without components as it is.
+ * A DICOM person name (PN) as people read it, as the archive's pages show it (viewer/login/shown.js):
+ * its first, alphabetic group, the family name, then prefix, given and middle names and suffix
+ * (`SOUZA^ANA^MARIA` is "SOUZA, ANA MARIA"); a name without components as it is.
  */
 export function personName(pn: string): string {
   const [family = '', given = '', middle = '', prefix = '', suffix = ''] = pn.split('=')[0].split('^');
